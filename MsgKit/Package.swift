@@ -1,0 +1,19 @@
+// swift-tools-version:6.0
+// MsgKit: the plugin SDK shared by the msg host and every plugin.
+//
+// It is its own package on purpose (see DESIGN.md 4): only a dependency on a
+// *dynamic* product of another package gives host and plugins one shared
+// libMsgKit.so, so that a Store made by a plugin casts to `any Store` in the host.
+import PackageDescription
+
+let package = Package(
+    name: "MsgKit",
+    products: [
+        .library(name: "MsgKit", type: .dynamic, targets: ["MsgKit"]),
+        .library(name: "MsgKitTesting", targets: ["MsgKitTesting"]),
+    ],
+    targets: [
+        .target(name: "MsgKit"),
+        .target(name: "MsgKitTesting", dependencies: ["MsgKit"]),
+    ]
+)

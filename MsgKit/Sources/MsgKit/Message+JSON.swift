@@ -1,0 +1,118 @@
+/// Reading and writing records as JSON objects (DESIGN.md 2).
+extension Message {
+    /// The field names msg knows, in the order it writes them.
+    public static let knownFields: Set<String> = [
+        "id", "to", "from", "body", "headers", "status", "attempts", "created_at", "updated_at",
+        "not_before", "next_attempt_at", "last_error", "lease", "history",
+    ]
+
+    /// Reads a full record.
+    /// - Throws: `MsgError.badInput` naming the field that is missing or wrong.
+    public init(json: JSONValue) throws(MsgError) {
+        guard case .object(let members) = json else {
+            throw MsgError(.badInput, "expected a JSON object, got \(json.kindName)")
+        }
+        let fields = FieldReader(members)
+        id = try fields.id()
+        to = try fields.nonEmptyString("to")
+        from = try fields.optionalString("from")
+        body = try fields.string("body")
+        headers = try fields.headers()
+        status = try fields.status("status")
+        attempts = try fields.int("attempts")
+        createdAt = try fields.timestamp("created_at")
+        updatedAt = try fields.timestamp("updated_at")
+        notBefore = try fields.optionalTimestamp("not_before")
+        nextAttemptAt = try fields.optionalTimestamp("next_attempt_at")
+        lastError = try fields.failure("last_error")
+        lease = try fields.lease()
+        history = try fields.history()
+        extra = fields.unknown()
+    }
+
+    /// Reads one line of JSON text as a full record.
+    /// - Throws: `MsgError.badInput` for invalid JSON or a wrong field.
+    public init(jsonText: String) throws(MsgError) {
+        let value: JSONValue
+        do { value = try JSONParser.parse(jsonText) } catch { throw MsgError(.badInput, "invalid JSON: \(error)") }
+        try self.init(json: value)
+    }
+
+    /// Writes the record as one compact JSON object (no newline).
+    /// `includeHistory: false` leaves `history` out, as `queue ls` does.
+    public func write(to w: inout JSONWriter, includeHistory: Bool = true) {
+        w.raw("{")
+        w.key("id", first: true); w.string(id)
+        w.key("to"); w.string(to)
+        if let from { w.key("from"); w.string(from) }
+        w.key("body"); w.string(body)
+        if !headers.isEmpty {
+            w.key("headers"); w.raw("{")
+            for (i, header) in headers.enumerated() {
+                if i > 0 { w.raw(",") }
+                w.string(header.key); w.raw(":"); w.string(header.value)
+            }
+            w.raw("}")
+        }
+        w.key("status"); w.string(status.rawValue)
+        w.key("attempts"); w.int(attempts)
+        w.key("created_at"); w.string(createdAt.description)
+        w.key("updated_at"); w.string(updatedAt.description)
+        if let notBefore { w.key("not_before"); w.string(notBefore.description) }
+        if let nextAttemptAt { w.key("next_attempt_at"); w.string(nextAttemptAt.description) }
+        if let lastError { w.key("last_error"); lastError.write(to: &w) }
+        if let lease {
+            w.key("lease"); w.raw("{")
+            w.key("host", first: true); w.string(lease.host)
+            w.key("pid"); w.int(Int(lease.pid))
+            w.key("until"); w.string(lease.until.description)
+            w.raw("}")
+        }
+        if includeHistory {
+            w.key("history"); w.raw("[")
+            for (i, event) in history.enumerated() {
+                if i > 0 { w.raw(",") }
+                event.write(to: &w)
+            }
+            w.raw("]")
+        }
+        for member in extra {
+            w.raw(","); w.string(member.key); w.raw(":"); w.value(member.value)
+        }
+        w.raw("}")
+    }
+
+    /// The record as one line of compact JSON text (no newline).
+    public func jsonText(includeHistory: Bool = true) -> String {
+        var w = JSONWriter()
+        write(to: &w, includeHistory: includeHistory)
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+}
+
+extension Message.Failure {
+    /// Writes `{"code","message","retryable","at"}`.
+    public func write(to w: inout JSONWriter) {
+        w.raw("{")
+        w.key("code", first: true); w.string(code)
+        w.key("message"); w.string(message)
+        w.key("retryable"); retryable ? w.raw("true") : w.raw("false")
+        w.key("at"); w.string(at.description)
+        w.raw("}")
+    }
+}
+
+extension Message.Event {
+    /// Writes `{"at","event","status","error"?}` and any extra fields.
+    public func write(to w: inout JSONWriter) {
+        w.raw("{")
+        w.key("at", first: true); w.string(at.description)
+        w.key("event"); w.string(event)
+        w.key("status"); w.string(status.rawValue)
+        if let error { w.key("error"); error.write(to: &w) }
+        for member in extra {
+            w.raw(","); w.string(member.key); w.raw(":"); w.value(member.value)
+        }
+        w.raw("}")
+    }
+}

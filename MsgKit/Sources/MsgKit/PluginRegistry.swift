@@ -1,0 +1,86 @@
+import Synchronization
+
+/// The process-wide table of store and transport factories, by URL scheme.
+///
+/// The only global mutable state in msg: plugins loaded with `dlopen` add to it
+/// through ``PluginRegistrar``. It lives in libMsgKit.so, which the host and all
+/// plugins share, so there is exactly one.
+public final class PluginRegistry: Sendable {
+    /// The registry of this process.
+    public static let shared = PluginRegistry()
+
+    /// Makes a store for a URL. - Throws: `MsgError` (`storeIO`, `config`…).
+    public typealias StoreFactory = @Sendable (PluginURL) throws(MsgError) -> any Store
+    /// Makes a transport for a URL. - Throws: `MsgError` (`config`, `unavailable`…).
+    public typealias TransportFactory = @Sendable (PluginURL) throws(MsgError) -> any Transport
+
+    /// What a plugin is for.
+    public enum Kind: String, Sendable {
+        case store, transport
+    }
+
+    /// One registered scheme.
+    public struct Entry: Sendable {
+        /// The plugin's name (`JSONFileStore`).
+        public let plugin: String
+        /// Its version.
+        public let version: String
+        /// Where it was loaded from (empty when built in).
+        public let path: String
+        /// Store or transport.
+        public let kind: Kind
+        /// The URL scheme (`json`).
+        public let scheme: String
+        let store: StoreFactory?
+        let transport: TransportFactory?
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var order: [String] = []
+        var loadedPaths: Set<String> = []
+    }
+
+    private let state = Mutex(State())
+
+    /// An empty registry (tests may make their own).
+    public init() {}
+
+    func add(_ entry: Entry) {
+        state.withLock { s in
+            let key = "\(entry.kind.rawValue):\(entry.scheme)"
+            if s.entries[key] == nil { s.order.append(key) }
+            s.entries[key] = entry
+        }
+    }
+
+    /// Every registered scheme, in registration order.
+    public var entries: [Entry] {
+        state.withLock { s in s.order.compactMap { s.entries[$0] } }
+    }
+
+    /// The store factory for `scheme`, if registered.
+    public func storeFactory(_ scheme: String) -> StoreFactory? {
+        state.withLock { $0.entries["store:\(scheme)"]?.store }
+    }
+
+    /// The transport factory for `scheme`, if registered.
+    public func transportFactory(_ scheme: String) -> TransportFactory? {
+        state.withLock { $0.entries["transport:\(scheme)"]?.transport }
+    }
+
+    /// Records that the file at `path` has been loaded; false when it already was.
+    func markLoaded(_ path: String) -> Bool {
+        state.withLock { $0.loadedPaths.insert(path).inserted }
+    }
+
+    /// Registers a factory directly (a plugin built into a test, say).
+    public func registerStore(scheme: String, plugin: String, version: String = "0", factory: @escaping StoreFactory) {
+        add(Entry(plugin: plugin, version: version, path: "", kind: .store, scheme: scheme, store: factory, transport: nil))
+    }
+
+    /// Registers a transport factory directly.
+    public func registerTransport(scheme: String, plugin: String, version: String = "0", factory: @escaping TransportFactory) {
+        add(Entry(plugin: plugin, version: version, path: "", kind: .transport, scheme: scheme, store: nil, transport: factory))
+    }
+}

@@ -1,0 +1,156 @@
+/// Durable storage for message records: the queue (DESIGN.md 4 and 6).
+///
+/// A store plugin registers a factory for its URL scheme (`json:`, `sqlite:`);
+/// the host opens a store through ``PluginLoader`` and uses only this protocol.
+///
+/// ## Implementation requirements
+/// 1. **Durable before returning.** ``add(_:)``, ``update(_:)``, ``remove(_:)`` and
+///    ``claim(_:limit:_:)`` return only after their changes are on stable storage
+///    (fsync or an equivalent commit). The host acknowledges records to users right
+///    after, so a store that returns early loses acknowledged messages in a crash.
+/// 2. **One commit per call.** Every call is atomic: after a crash either all of its
+///    changes are there or none. This is how the host batches (group commit).
+/// 3. **Compare-and-set.** ``update(_:)`` applies a change only if the stored status
+///    still equals ``Change/expected``; ``claim(_:limit:_:)`` selects and changes in one
+///    atomic step. Two processes can then never both move one message on.
+/// 4. **Several processes.** Two processes may open the same store at once; each
+///    call must see the other's committed changes.
+/// 5. **FIFO.** Listing order is `created_at`, then `id`.
+/// 6. **Errors** are ``MsgError``: `storeIO` (74) for I/O, `corrupt` (74) for a damaged
+///    file, never a crash or a silently emptied queue.
+/// 7. **Files** a store creates are readable by their owner only (0600).
+public protocol Store: AnyObject {
+    /// Stores the messages whose id is not stored yet, in one durable commit.
+    /// - Returns: one result per message, in order: the record now stored under its
+    ///   id and whether this call inserted it (an id already stored is never stored twice).
+    /// - Throws: `storeIO`, `corrupt`.
+    func add(_ messages: [Message]) throws(MsgError) -> [AddResult]
+
+    /// The record with `id`, or nil. - Throws: `storeIO`, `corrupt`.
+    func get(_ id: String) throws(MsgError) -> Message?
+
+    /// Calls `body` with each record matching `query` in FIFO order, until it returns false.
+    /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
+    func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError)
+
+    /// The number of records matching `query` (its limit applies). - Throws: `storeIO`, `corrupt`.
+    func count(_ query: Query) throws(MsgError) -> Int
+
+    /// Replaces records, each only if its stored status equals the change's `expected`,
+    /// all in one durable commit.
+    /// - Returns: per change, whether it was applied (false: missing, or the status differed).
+    /// - Throws: `storeIO`, `corrupt`.
+    func update(_ changes: [Change]) throws(MsgError) -> [Bool]
+
+    /// Deletes records, each only if its status is in the removal's `statuses` (any when nil),
+    /// in one durable commit.
+    /// - Returns: per removal, whether a record was deleted.
+    /// - Throws: `storeIO`, `corrupt`.
+    func remove(_ removals: [Removal]) throws(MsgError) -> [Bool]
+
+    /// Atomically selects up to `limit` records matching `query` in FIFO order, passes each
+    /// to `transform`, and stores those it returns (nil: leave the record alone), in one
+    /// durable commit. While one call runs, no other process can select the same records,
+    /// which is what makes leases safe.
+    /// - Returns: the stored results of `transform`, in FIFO order.
+    /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
+    func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message]
+}
+
+/// The outcome of adding one message.
+public struct AddResult: Sendable, Equatable {
+    /// The record stored under the id (the existing one when not inserted).
+    public var message: Message
+    /// Whether this call stored it.
+    public var inserted: Bool
+    /// Makes a result.
+    public init(message: Message, inserted: Bool) {
+        self.message = message
+        self.inserted = inserted
+    }
+}
+
+/// A compare-and-set replacement of one record.
+public struct Change: Sendable, Equatable {
+    /// The new record (its id names the record to replace).
+    public var message: Message
+    /// The status the stored record must have for the change to apply.
+    public var expected: Status
+    /// Makes a change.
+    public init(_ message: Message, expected: Status) {
+        self.message = message
+        self.expected = expected
+    }
+}
+
+/// A conditional deletion of one record.
+public struct Removal: Sendable, Equatable {
+    /// The id to delete.
+    public var id: String
+    /// The statuses it may have to be deleted; nil for any.
+    public var statuses: Set<Status>?
+    /// Makes a removal.
+    public init(id: String, statuses: Set<Status>? = nil) {
+        self.id = id
+        self.statuses = statuses
+    }
+}
+
+/// Which records a listing, count or claim is about. Every filter set must match.
+public struct Query: Sendable, Equatable {
+    /// Only these statuses (all when nil).
+    public var statuses: Set<Status>?
+    /// Only this recipient.
+    public var to: String?
+    /// Only records created at or after this time.
+    public var since: Timestamp?
+    /// Only records created before this time.
+    public var until: Timestamp?
+    /// Only records due by this time: `not_before` and `next_attempt_at` unset or not later.
+    public var dueBy: Timestamp?
+    /// Only records whose lease ended before this time, or that have none.
+    public var leaseEndedBy: Timestamp?
+    /// Only records updated at or before this time.
+    public var updatedBy: Timestamp?
+    /// Only these ids.
+    public var ids: Set<String>?
+    /// At most this many records.
+    public var limit: Int?
+
+    /// A query; every argument left nil matches everything.
+    public init(statuses: Set<Status>? = nil, to: String? = nil, since: Timestamp? = nil, until: Timestamp? = nil,
+                dueBy: Timestamp? = nil, leaseEndedBy: Timestamp? = nil, updatedBy: Timestamp? = nil,
+                ids: Set<String>? = nil, limit: Int? = nil) {
+        self.statuses = statuses
+        self.to = to
+        self.since = since
+        self.until = until
+        self.dueBy = dueBy
+        self.leaseEndedBy = leaseEndedBy
+        self.updatedBy = updatedBy
+        self.ids = ids
+        self.limit = limit
+    }
+
+    /// Whether `m` passes every filter (the limit aside). Stores that keep records
+    /// in memory use this; stores with an index must give the same answers.
+    public func matches(_ m: Message) -> Bool {
+        if let statuses, !statuses.contains(m.status) { return false }
+        if let to, m.to != to { return false }
+        if let since, m.createdAt < since { return false }
+        if let until, m.createdAt >= until { return false }
+        if let dueBy {
+            if let t = m.notBefore, t > dueBy { return false }
+            if let t = m.nextAttemptAt, t > dueBy { return false }
+        }
+        if let leaseEndedBy, let lease = m.lease, lease.until >= leaseEndedBy { return false }
+        if let updatedBy, m.updatedAt > updatedBy { return false }
+        if let ids, !ids.contains(m.id) { return false }
+        return true
+    }
+
+    /// FIFO order: `created_at`, then `id`.
+    public static func fifo(_ a: Message, _ b: Message) -> Bool {
+        a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id
+    }
+}

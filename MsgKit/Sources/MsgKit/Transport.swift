@@ -1,0 +1,38 @@
+/// Delivers records to a destination and says truthfully what happened (DESIGN.md 6).
+///
+/// ## Implementation requirements
+/// 1. **Report delivery only when it is durable** at the destination: a message
+///    reported delivered is never lost there, whatever happens next.
+/// 2. **Deduplicate by id.** Delivering an id again is not a second delivery: the
+///    host may resend after a crash between delivery and its acknowledgement.
+/// 3. **Order.** Outcomes come back in the order of the messages given.
+/// 4. **Classify failures** with a delivery ``MsgError/Code``: `timeout`,
+///    `unreachable` (offline: the attempt is not counted), `rate_limited`, `remote`
+///    (retryable), `rejected` (permanent: the message becomes `dead`).
+/// 5. **Honour the deadline** of each attempt; report `timeout` past it.
+/// 6. **Never crash on a record**: a hostile id or body is `rejected`.
+public protocol Transport: AnyObject {
+    /// Delivers `messages` in order, each within `deadline`.
+    /// - Returns: one outcome per message, in the same order.
+    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome]
+
+    /// Whether `id` has been delivered, or nil when this transport cannot tell.
+    /// `recover` uses it to mark an in-doubt message sent instead of sending it again.
+    /// - Throws: a delivery error class when the destination cannot be asked.
+    func lookup(_ id: String) throws(MsgError) -> Bool?
+}
+
+extension Transport {
+    /// By default a transport cannot tell what it delivered.
+    public func lookup(_ id: String) throws(MsgError) -> Bool? { nil }
+}
+
+/// What happened to one message handed to a transport.
+public enum DeliveryOutcome: Sendable, Equatable {
+    /// Delivered durably. `confirmed`: the recipient's side confirmed it (status
+    /// `delivered`), rather than only accepted it for delivery (status `sent`).
+    case delivered(confirmed: Bool)
+    /// Not delivered. The error's code is a delivery class; `retryAfter` is a
+    /// delay the destination asked for (`rate_limited`).
+    case failed(MsgError, retryAfter: MsgDuration?)
+}

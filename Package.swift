@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+// msg: a store-and-forward message outbox for the shell. See DESIGN.md and README.md.
+import PackageDescription
+
+/// The installed tree is bin/msg, lib/libMsgKit.so, lib/msg/plugins/*.so (DESIGN.md 4).
+let executableRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../lib"])]
+let pluginRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../.."])]
+let kit: Target.Dependency = .product(name: "MsgKit", package: "MsgKit")
+
+func plugin(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
+    .target(name: name, dependencies: [kit] + dependencies, path: "Plugins/\(name)", linkerSettings: pluginRpath)
+}
+
+let package = Package(
+    name: "msg",
+    products: [
+        .executable(name: "msg", targets: ["msg"]),
+        .library(name: "JSONFileStore", type: .dynamic, targets: ["JSONFileStore"]),
+        .library(name: "StdoutTransport", type: .dynamic, targets: ["StdoutTransport"]),
+    ],
+    dependencies: [
+        .package(path: "MsgKit"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .executableTarget(name: "msg", dependencies: ["MsgCLI"], linkerSettings: executableRpath),
+        .target(name: "MsgCLI", dependencies: [
+            "MsgEngine", kit, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .target(name: "MsgEngine", dependencies: [kit]),
+        plugin("JSONFileStore"),
+        plugin("StdoutTransport"),
+        .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKit")]),
+        .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKit")]),
+        .testTarget(name: "CLITests", dependencies: [kit]),
+    ]
+)

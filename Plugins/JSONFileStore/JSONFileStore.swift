@@ -1,0 +1,240 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import MsgKit
+
+/// The `json:PATH` store: one NDJSON file, each change appended as one line.
+///
+/// - A record line replaces any earlier line with the same id; `{"$deleted":ID}`
+///   deletes. Reading the file from the start rebuilds the queue.
+/// - Each call is one `write` of all its lines and one `fsync` (group commit).
+/// - A torn last line (no newline: a crash mid-write, never acknowledged) is cut off
+///   by the next writer. A damaged complete line is corruption: the file is moved
+///   aside for inspection and the call fails with `corrupt`; it is never emptied.
+/// - When dead lines outnumber live records the file is compacted atomically
+///   (temporary file, fsync, rename, fsync of the directory).
+/// - Writers hold an exclusive `flock` on `PATH.lock`, readers a shared one. The
+///   lock is on a separate file because compaction replaces the data file's inode.
+public final class JSONFileStore: Store {
+    let path: String
+    private let lockFD: Int32
+    private var dataFD: Int32 = -1
+    private var identity: (dev: UInt64, ino: UInt64) = (0, 0)
+    private var state = StoreState()
+
+    /// Opens (creating when missing) the store at `url.path`.
+    /// - Throws: `config` without a path; `storeIO` when the file cannot be opened.
+    public init(url: PluginURL) throws(MsgError) {
+        guard !url.path.isEmpty else { throw MsgError(.config, "the json: store needs a path, e.g. json:/var/lib/msg/queue.json") }
+        path = url.path
+        try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
+        lockFD = try SystemCalls.open(path + ".lock", O_RDWR | O_CREAT, mode: 0o600, code: .storeIO)
+    }
+
+    deinit {
+        if dataFD >= 0 { close(dataFD) }
+        close(lockFD)
+    }
+
+    // MARK: Store
+
+    public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
+        try write { (s) throws(MsgError) -> ([Message], [String], [AddResult]) in
+            var lines: [Message] = []
+            var results: [AddResult] = []
+            for m in messages {
+                if let existing = s.records[m.id] {
+                    results.append(AddResult(message: existing, inserted: false))
+                } else {
+                    s.records[m.id] = m
+                    lines.append(m)
+                    results.append(AddResult(message: m, inserted: true))
+                }
+            }
+            return (lines, [], results)
+        }
+    }
+
+    public func get(_ id: String) throws(MsgError) -> Message? {
+        try read()
+        return state.records[id]
+    }
+
+    public func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError) {
+        try read()
+        var remaining = query.limit ?? Int.max
+        for m in state.sorted(matching: query) where remaining > 0 {
+            remaining -= 1
+            if try !body(m) { return }
+        }
+    }
+
+    public func count(_ query: Query) throws(MsgError) -> Int {
+        try read()
+        let n = state.records.values.reduce(0) { $0 + (query.matches($1) ? 1 : 0) }
+        return min(n, query.limit ?? Int.max)
+    }
+
+    public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
+        try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
+            var lines: [Message] = []
+            var applied: [Bool] = []
+            for change in changes {
+                guard s.records[change.message.id]?.status == change.expected else { applied.append(false); continue }
+                s.records[change.message.id] = change.message
+                lines.append(change.message)
+                applied.append(true)
+            }
+            return (lines, [], applied)
+        }
+    }
+
+    public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
+        try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
+            var deleted: [String] = []
+            var results: [Bool] = []
+            for r in removals {
+                guard let m = s.records[r.id], r.statuses?.contains(m.status) ?? true else { results.append(false); continue }
+                s.records[r.id] = nil
+                deleted.append(r.id)
+                results.append(true)
+            }
+            return ([], deleted, results)
+        }
+    }
+
+    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
+        try write { (s) throws(MsgError) -> ([Message], [String], [Message]) in
+            var taken: [Message] = []
+            for m in s.sorted(matching: query) {
+                if taken.count >= limit { break }
+                guard let changed = try transform(m) else { continue }
+                taken.append(changed)
+            }
+            for m in taken { s.records[m.id] = m }
+            return (taken, [], taken)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` under the exclusive lock on an up-to-date state, then appends and
+    /// syncs the lines it returns. Nothing is kept in memory if the write fails.
+    private func write<R>(_ body: (inout StoreState) throws(MsgError) -> ([Message], [String], R)) throws(MsgError) -> R {
+        try lock(LOCK_EX)
+        defer { flock(lockFD, LOCK_UN) }
+        try refresh(writer: true)
+        var next = state
+        let (records, deletions, result) = try body(&next)
+        guard !records.isEmpty || !deletions.isEmpty else { return result }
+        var w = JSONWriter(capacity: records.count * 512 + deletions.count * 64)
+        for m in records {
+            m.write(to: &w)
+            w.raw("\n")
+        }
+        for id in deletions {
+            w.raw("{\"$deleted\":"); w.string(id); w.raw("}\n")
+        }
+        do throws(MsgError) {
+            try SystemCalls.writeAll(dataFD, w.bytes, code: .storeIO, what: path)
+            try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
+        } catch {
+            // Cut off whatever part was written: it was never acknowledged.
+            _ = ftruncate(dataFD, off_t(state.offset))
+            throw error
+        }
+        next.offset = state.offset + w.bytes.count
+        next.lines = state.lines + records.count + deletions.count
+        state = next
+        if state.lines > 64 && state.lines - state.records.count > state.records.count {
+            try compact()
+        }
+        return result
+    }
+
+    private func read() throws(MsgError) {
+        try lock(LOCK_SH)
+        defer { flock(lockFD, LOCK_UN) }
+        try refresh(writer: false)
+    }
+
+    private func lock(_ operation: Int32) throws(MsgError) {
+        while flock(lockFD, operation) != 0 {
+            if errno != EINTR { throw SystemCalls.error(.storeIO, "cannot lock \(path).lock") }
+        }
+    }
+
+    /// Brings the in-memory state up to date with the file: from scratch when the file
+    /// was replaced (compaction by another process), else the lines appended since.
+    private func refresh(writer: Bool) throws(MsgError) {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            guard errno == ENOENT else { throw SystemCalls.error(.storeIO, "cannot inspect \(path)") }
+            if !writer { state = StoreState(); return }
+        }
+        let current = (UInt64(st.st_dev), UInt64(st.st_ino))
+        if dataFD < 0 || current != identity {
+            if dataFD >= 0 { close(dataFD) }
+            dataFD = -1
+            dataFD = try SystemCalls.open(path, writer ? (O_RDWR | O_CREAT | O_APPEND) : O_RDONLY, mode: 0o600, code: .storeIO)
+            var fst = stat()
+            fstat(dataFD, &fst)
+            identity = (UInt64(fst.st_dev), UInt64(fst.st_ino))
+            state = StoreState()
+        } else if writer && fcntl(dataFD, F_GETFL) & O_ACCMODE == O_RDONLY {
+            close(dataFD)
+            dataFD = try SystemCalls.open(path, O_RDWR | O_APPEND, code: .storeIO)
+        }
+        let bytes = try readFrom(state.offset)
+        guard !bytes.isEmpty else { return }
+        let consumed = try state.apply(bytes, path: path) { (line, reason) throws(MsgError) in
+            throw writer ? try moveAside(line: line, reason: reason) : MsgError(.corrupt, "\(path) is damaged at line \(line): \(reason); run any msg command that writes to move it aside")
+        }
+        if consumed < bytes.count && writer {
+            // A torn last line from a crashed writer: never acknowledged, cut it off.
+            if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }
+            try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
+        }
+    }
+
+    private func readFrom(_ offset: Int) throws(MsgError) -> [UInt8] {
+        if lseek(dataFD, off_t(offset), SEEK_SET) < 0 { throw SystemCalls.error(.storeIO, "cannot read \(path)") }
+        return try SystemCalls.readToEnd(dataFD, code: .storeIO, what: path)
+    }
+
+    /// Moves a damaged file aside (as Postfix's `corrupt` queue) and says where.
+    private func moveAside(line: Int, reason: String) throws(MsgError) -> MsgError {
+        let aside = "\(path).corrupt-\(Timestamp.now().milliseconds)"
+        guard rename(path, aside) == 0 else { return SystemCalls.error(.corrupt, "\(path) is damaged at line \(line) (\(reason)) and cannot be moved aside") }
+        try SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
+        close(dataFD)
+        dataFD = -1
+        state = StoreState()
+        return MsgError(.corrupt, "\(path) is damaged at line \(line) (\(reason)); it was moved to \(aside) for inspection and nothing was changed")
+    }
+
+    /// Rewrites the file with only the live records, atomically.
+    private func compact() throws(MsgError) {
+        var w = JSONWriter(capacity: state.records.count * 512)
+        for m in state.sorted(matching: Query()) {
+            m.write(to: &w)
+            w.raw("\n")
+        }
+        try SystemCalls.replaceAtomically(path, with: w.bytes, mode: 0o600, code: .storeIO)
+        close(dataFD)
+        dataFD = try SystemCalls.open(path, O_RDWR | O_APPEND, code: .storeIO)
+        var st = stat()
+        fstat(dataFD, &st)
+        identity = (UInt64(st.st_dev), UInt64(st.st_ino))
+        state.offset = w.bytes.count
+        state.lines = state.records.count
+    }
+}
+
+/// Registers the `json:` scheme.
+@_cdecl("msg_plugin_register")
+public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
+    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "JSONFileStore", version: MsgVersion.current) { r in
+        r.store(scheme: "json") { url throws(MsgError) in try JSONFileStore(url: url) }
+    }
+}

@@ -1,0 +1,43 @@
+import MsgKit
+
+/// The `stdout:` transport: a mock that "delivers" each record by writing it as one
+/// NDJSON line to standard output. For tests, demos and dry runs.
+///
+/// Delivering an id twice in one process writes it once (ids are the idempotency
+/// key); ``lookup(_:)`` answers from what this process delivered.
+public final class StdoutTransport: Transport {
+    private let writer: NDJSONWriter
+    private var delivered: Set<String> = []
+
+    /// Makes the transport; `stdout:` takes no path.
+    /// - Throws: `config` when the URL has a path.
+    public init(url: PluginURL, output: ByteOutput = ByteOutput()) throws(MsgError) {
+        guard url.path.isEmpty, url.authority == nil || url.authority == "" else {
+            throw MsgError(.config, "the stdout: transport takes no path, got '\(url.text)'")
+        }
+        writer = NDJSONWriter(output: output)
+    }
+
+    public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+        messages.map { message in
+            guard delivered.insert(message.id).inserted else { return .delivered(confirmed: false) }
+            do throws(MsgError) {
+                try writer.write(message)
+                return .delivered(confirmed: false)
+            } catch {
+                delivered.remove(message.id)
+                return .failed(MsgError(.unreachable, "cannot write to standard output: \(error.message)"), retryAfter: nil)
+            }
+        }
+    }
+
+    public func lookup(_ id: String) throws(MsgError) -> Bool? { delivered.contains(id) }
+}
+
+/// Registers the `stdout:` scheme.
+@_cdecl("msg_plugin_register")
+public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
+    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "StdoutTransport", version: MsgVersion.current) { r in
+        r.transport(scheme: "stdout") { url throws(MsgError) in try StdoutTransport(url: url) }
+    }
+}

@@ -1,0 +1,48 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// `msg compose`: makes new records from flags, or completes drafts read on stdin.
+struct ComposeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compose",
+        abstract: "Make new message records (and store them with --enqueue).",
+        discussion: """
+        With --body, prints one new record (--body - reads the body from stdin).
+        Without it, completes each draft read on stdin, e.g. {"to":"bob","body":"hi"};
+        --to, --from and --header then give values drafts lack.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var input: InputOptions
+
+    @Option(help: "The recipient.") var to: String?
+    @Option(help: "The body text, or - to read it from stdin.") var body: String?
+    @Option(help: "The sender.") var from: String?
+    @Option(name: .customLong("header"), help: ArgumentHelp("A header, repeatable.", valueName: "key=value")) var headers: [String] = []
+    @Option(name: .customLong("not-before"), help: "Not delivered before this time (RFC 3339, or a delay such as 10m).") var notBefore: String?
+    @Flag(help: "Also store the records durably, then print them.") var enqueue = false
+
+    func validate() throws {
+        for h in headers where !h.contains("=") || h.hasPrefix("=") {
+            throw ValidationError("--header needs key=value, got '\(h)'")
+        }
+        if body == nil && Diagnostics.stdinIsTerminal {
+            throw ValidationError("give --to and --body, or pipe drafts such as {\"to\":\"bob\",\"body\":\"hi\"} on stdin")
+        }
+        if body != nil && to == nil { throw ValidationError("--body needs --to") }
+    }
+
+    func run() throws {
+        let session = try global.session()
+        let pairs = headers.map { h -> (key: String, value: String) in
+            let eq = h.firstIndex(of: "=")!
+            return (String(h[..<eq]), String(h[h.index(after: eq)...]))
+        }
+        let defaults = Drafts.Defaults(to: to, from: from, headers: pairs,
+                                       notBefore: try notBefore.map { (t) throws(MsgError) in try TimeArgument.parse(t, future: true) })
+        let store = enqueue ? try session.store() : nil
+        try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError).run(to: to, body: body))
+    }
+}

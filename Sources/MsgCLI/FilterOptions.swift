@@ -1,0 +1,25 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// The filters of `queue ls` and `queue count`.
+struct FilterOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Only these statuses, comma-separated (queued,failed…).", valueName: "list"))
+    var status: String?
+
+    @Option(help: "Only messages to this recipient.") var to: String?
+
+    @Option(help: "Only messages created since this time (RFC 3339, or an age such as 1h).") var since: String?
+
+    @Option(help: "At most this many messages.") var limit: Int?
+
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+    }
+
+    /// The store query. - Throws: `badInput` for an unknown status or a bad time.
+    func query() throws(MsgError) -> Query {
+        Query(statuses: try status.map { (s) throws(MsgError) in try Status.parseList(s) }, to: to,
+              since: try since.map { (s) throws(MsgError) in try TimeArgument.parse(s) }, limit: limit)
+    }
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// The options every command takes (DESIGN.md 5), also read from the environment
+/// and the config file.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The store URL, e.g. json:/path/queue.json (env MSG_STORE).", valueName: "url"))
+    var store: String?
+
+    @Option(help: ArgumentHelp("The transport URL, e.g. file:/path/outbox (env MSG_TRANSPORT).", valueName: "url"))
+    var transport: String?
+
+    @Option(name: .customLong("plugin-path"), help: ArgumentHelp("Directories searched first for plugins, colon-separated (env MSG_PLUGIN_PATH).", valueName: "dirs"))
+    var pluginPath: String?
+
+    @Option(help: ArgumentHelp("The config file (env MSG_CONFIG; default ~/.config/msg/config).", valueName: "file"))
+    var config: String?
+
+    /// Resolves the settings and starts a session. - Throws: `config`.
+    func session() throws(MsgError) -> Session {
+        Session(settings: try Settings.resolve(.init(store: store, transport: transport, pluginPath: pluginPath, config: config)))
+    }
+}
+
+/// How bad input lines are handled.
+struct InputOptions: ParsableArguments {
+    @Option(name: .customLong("on-error"), help: "skip: report bad lines and go on (exit 65); abort: store nothing if any line is bad.")
+    var onError: OnError = .skip
+}
+
+extension OnError: ExpressibleByArgument {}
+extension OutputFormat: ExpressibleByArgument {}

@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// The entry point: parses, runs, and maps every error to its exit status in
+/// this one place (DESIGN.md 7).
+public enum MsgMain {
+    /// Runs msg with the process's arguments and exits.
+    public static func run() -> Never {
+        exit(run(arguments: Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Runs msg with `arguments` and returns the exit status.
+    public static func run(arguments: [String]) -> Int32 {
+        do {
+            var command = try MsgCommand.parseAsRoot(arguments)
+            try command.run()
+            return 0
+        } catch let error as MsgError {
+            Diagnostics.say(error.message)
+            return error.code.exitCode
+        } catch let code as ExitCode {
+            return code.rawValue
+        } catch {
+            let text = MsgCommand.fullMessage(for: error)
+            let status = MsgCommand.exitCode(for: error).rawValue
+            if !text.isEmpty {
+                let out = status == 0 ? stdout : stderr
+                fputs(text + "\n", out)
+            }
+            return status
+        }
+    }
+}
+
+/// Turns a command's result status into the thrown `ExitCode` argument-parser expects.
+func finish(_ status: Int32) throws {
+    if status != 0 { throw ExitCode(status) }
+}

@@ -1,0 +1,22 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// `msg queue add`: stores records from stdin durably, then echoes each.
+struct QueueAddCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Store records read on stdin durably, then print each.",
+        discussion: "An id already stored is not stored twice; the stored record is printed."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var input: InputOptions
+
+    func run() throws {
+        let store = try global.session().store()
+        let pipeline = RecordPipeline(decode: { (v) throws(MsgError) in try Message(json: v) }, store: store, onError: input.onError)
+        var reader = NDJSONReader()
+        try finish(try pipeline.run(&reader, progress: Progress("stored")).exitCode)
+    }
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// `msg queue ls`: lists stored messages in FIFO order.
+struct QueueListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List stored messages in FIFO order (created_at, then id)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var filters: FilterOptions
+    @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
+    @Flag(help: "Include each record's history.") var history = false
+
+    func run() throws {
+        let store = try global.session().store()
+        let formatter = RecordFormatter(format: format ?? .automatic, includeHistory: history)
+        try Listing(query: try filters.query()).write(from: store, formatter: formatter)
+    }
+}
+
+/// `msg queue count`: the number of messages `ls` would list.
+struct QueueCountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "count",
+        abstract: "Print the number of stored messages matching the filters."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var filters: FilterOptions
+
+    func run() throws {
+        let store = try global.session().store()
+        let n = try Listing(query: try filters.query()).count(in: store)
+        let out = ByteOutput()
+        out.write("\(n)\n")
+        try out.flush()
+    }
+}

@@ -1,0 +1,45 @@
+import MsgKit
+
+/// `compose`: one record from flags, or drafts from stdin completed (and stored
+/// with `--enqueue`).
+public struct Composer {
+    private let drafts: Drafts
+    private let store: (any Store)?
+    private let onError: OnError
+
+    /// A composer completing with `drafts`, storing into `store` when given.
+    public init(drafts: Drafts, store: (any Store)?, onError: OnError) {
+        self.drafts = drafts
+        self.store = store
+        self.onError = onError
+    }
+
+    /// With `body`, makes one record (`-` reads the body from stdin); otherwise
+    /// completes the drafts on stdin.
+    /// - Returns: the exit status (65 when a draft was bad).
+    /// - Throws: `usage`, `storeIO`…
+    public func run(to: String?, body: String?) throws(MsgError) -> Int32 {
+        let writer = NDJSONWriter()
+        if let body, let to {
+            let text = body == "-" ? try Self.readBody() : body
+            var m = try drafts.make(to: to, body: text)
+            if let store { m = try store.add([m])[0].message }
+            try writer.write(m)
+            return 0
+        }
+        let drafts = self.drafts
+        let pipeline = RecordPipeline(decode: { (v) throws(MsgError) in try drafts.complete(v) }, store: store, writer: writer, onError: onError)
+        var reader = NDJSONReader()
+        return try pipeline.run(&reader).exitCode
+    }
+
+    /// Standard input as the body, without one trailing newline (as `$(…)` would).
+    static func readBody() throws(MsgError) -> String {
+        var bytes = try SystemCalls.readToEnd(0, code: .badInput, what: "standard input")
+        if bytes.last == 0x0A { bytes.removeLast() }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw MsgError(.badInput, "the body on standard input is not valid UTF-8")
+        }
+        return text
+    }
+}

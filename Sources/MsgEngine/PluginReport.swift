@@ -1,0 +1,58 @@
+import MsgKit
+
+/// What `msg plugins` prints: one row per plugin file.
+public struct PluginReport {
+    /// One plugin and the schemes it registered.
+    public struct Row: Sendable {
+        public var name: String
+        public var kind: String
+        public var schemes: [String]
+        public var version: String
+        public var path: String
+    }
+
+    /// The rows, in registration order.
+    public let rows: [Row]
+
+    /// Groups registry entries by plugin file.
+    public init(entries: [PluginRegistry.Entry]) {
+        var rows: [Row] = []
+        for e in entries {
+            if let i = rows.firstIndex(where: { $0.path == e.path && $0.name == e.plugin }) {
+                rows[i].schemes.append(e.scheme)
+                if !rows[i].kind.split(separator: ",").contains(Substring(e.kind.rawValue)) { rows[i].kind += ",\(e.kind.rawValue)" }
+            } else {
+                rows.append(Row(name: e.plugin, kind: e.kind.rawValue, schemes: [e.scheme], version: e.version, path: e.path))
+            }
+        }
+        self.rows = rows
+    }
+
+    /// Writes the rows as ndjson or a table. - Throws: `storeIO` when the output fails.
+    public func write(format: OutputFormat, output: ByteOutput = ByteOutput()) throws(MsgError) {
+        if format == .table {
+            output.write(pad(["NAME", "KIND", "SCHEMES", "VERSION", "PATH"]))
+            for r in rows { output.write(pad([r.name, r.kind, r.schemes.joined(separator: ","), r.version, r.path])) }
+            try output.flush()
+            return
+        }
+        let writer = NDJSONWriter(output: output)
+        for r in rows {
+            try writer.write(.object([
+                .init("name", .string(r.name)), .init("kind", .string(r.kind)),
+                .init("schemes", .array(r.schemes.map { .string($0) })),
+                .init("version", .string(r.version)), .init("path", .string(r.path)),
+            ]))
+        }
+    }
+
+    private func pad(_ cells: [String]) -> String {
+        let widths = [18, 10, 10, 8]
+        var line = ""
+        for (i, c) in cells.enumerated() {
+            line += c
+            if i < widths.count { line += String(repeating: " ", count: max(1, widths[i] - c.count + 1)) }
+        }
+        return line + "\n"
+    }
+}

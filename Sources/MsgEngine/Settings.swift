@@ -1,0 +1,53 @@
+import MsgKit
+
+/// Where msg keeps its queue, where it delivers, and where it finds plugins:
+/// from flags, else the environment, else the config file, else defaults (DESIGN.md 5).
+public struct Settings: Sendable, Equatable {
+    /// `MSG_HOME`: `$XDG_DATA_HOME/msg`, else `~/.local/share/msg`.
+    public var home: String
+    /// The store URL (`--store`, `MSG_STORE`).
+    public var store: String
+    /// The transport URL (`--transport`, `MSG_TRANSPORT`).
+    public var transport: String
+    /// Extra plugin directories searched first (`--plugin-path`, `MSG_PLUGIN_PATH`).
+    public var pluginPath: [String]
+
+    /// What the user gave on the command line; nil where nothing was given.
+    public struct Overrides: Sendable {
+        public var store: String?
+        public var transport: String?
+        public var pluginPath: String?
+        public var config: String?
+        public init(store: String? = nil, transport: String? = nil, pluginPath: String? = nil, config: String? = nil) {
+            self.store = store
+            self.transport = transport
+            self.pluginPath = pluginPath
+            self.config = config
+        }
+    }
+
+    /// Resolves the settings.
+    /// - Throws: `config` (78) for a missing explicit config file, a bad line in it,
+    ///   or no way to find a home directory.
+    public static func resolve(_ flags: Overrides, env: (String) -> String? = SystemCalls.environment) throws(MsgError) -> Settings {
+        let file = try ConfigFile.load(explicit: flags.config ?? env("MSG_CONFIG"), env: env)
+        let home: String
+        if let h = env("MSG_HOME") {
+            home = h
+        } else if let xdg = env("XDG_DATA_HOME") {
+            home = xdg + "/msg"
+        } else if let user = env("HOME") {
+            home = user + "/.local/share/msg"
+        } else {
+            throw MsgError(.config, "cannot tell where to keep the queue: set MSG_HOME or HOME")
+        }
+        func fromFile(_ key: String) -> String? {
+            file[key].map { ConfigFile.expand($0, home: home, env: env) }
+        }
+        let store = flags.store ?? env("MSG_STORE") ?? fromFile("store") ?? "json:\(home)/queue.json"
+        let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
+        let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
+        return Settings(home: home, store: store, transport: transport,
+                        pluginPath: path.split(separator: ":").map(String.init))
+    }
+}

@@ -1,0 +1,2 @@
+import MsgCLI
+MsgMain.run()
