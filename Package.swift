@@ -20,6 +20,7 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "MsgKit"),
+        .package(path: "MsgKitTesting"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
@@ -30,8 +31,8 @@ let package = Package(
         .target(name: "MsgEngine", dependencies: [kit]),
         plugin("JSONFileStore"),
         plugin("StdoutTransport"),
-        .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKit")]),
-        .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKit")]),
+        .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "CLITests", dependencies: [kit]),
     ]
 )

@@ -4,16 +4,15 @@
 // It is its own package on purpose (see DESIGN.md 4): only a dependency on a
 // *dynamic* product of another package gives host and plugins one shared
 // libMsgKit.so, so that a Store made by a plugin casts to `any Store` in the host.
+// The conformance suites live in the sibling package MsgKitTesting for the same reason.
 import PackageDescription
 
 let package = Package(
     name: "MsgKit",
     products: [
         .library(name: "MsgKit", type: .dynamic, targets: ["MsgKit"]),
-        .library(name: "MsgKitTesting", targets: ["MsgKitTesting"]),
     ],
     targets: [
         .target(name: "MsgKit"),
-        .target(name: "MsgKitTesting", dependencies: ["MsgKit"]),
     ]
 )

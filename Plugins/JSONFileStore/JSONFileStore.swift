@@ -39,7 +39,8 @@ public final class JSONFileStore: Store {
     // MARK: Store
 
     public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
-        try write { (s) throws(MsgError) -> ([Message], [String], [AddResult]) in
+        if messages.isEmpty { return [] }
+        return try write { (s) throws(MsgError) -> ([Message], [String], [AddResult]) in
             var lines: [Message] = []
             var results: [AddResult] = []
             for m in messages {
@@ -76,7 +77,8 @@ public final class JSONFileStore: Store {
     }
 
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
-        try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
+        if changes.isEmpty { return [] }
+        return try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
             var lines: [Message] = []
             var applied: [Bool] = []
             for change in changes {
@@ -90,7 +92,8 @@ public final class JSONFileStore: Store {
     }
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
-        try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
+        if removals.isEmpty { return [] }
+        return try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
             var deleted: [String] = []
             var results: [Bool] = []
             for r in removals {
@@ -104,7 +107,8 @@ public final class JSONFileStore: Store {
     }
 
     public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
-        try write { (s) throws(MsgError) -> ([Message], [String], [Message]) in
+        if limit <= 0 { return [] }
+        return try write { (s) throws(MsgError) -> ([Message], [String], [Message]) in
             var taken: [Message] = []
             for m in s.sorted(matching: query) {
                 if taken.count >= limit { break }
@@ -187,9 +191,15 @@ public final class JSONFileStore: Store {
         }
         let bytes = try readFrom(state.offset)
         guard !bytes.isEmpty else { return }
-        let consumed = try state.apply(bytes, path: path) { (line, reason) throws(MsgError) in
-            throw writer ? try moveAside(line: line, reason: reason) : MsgError(.corrupt, "\(path) is damaged at line \(line): \(reason); run any msg command that writes to move it aside")
+        var next = state
+        let consumed: Int
+        do throws(StoreState.Damage) {
+            consumed = try next.apply(bytes)
+        } catch {
+            if writer { throw try moveAside(line: error.line, reason: error.reason) }
+            throw MsgError(.corrupt, "\(path) is damaged at line \(error.line) (\(error.reason)); the next msg command that writes will move it aside")
         }
+        state = next
         if consumed < bytes.count && writer {
             // A torn last line from a crashed writer: never acknowledged, cut it off.
             if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }

@@ -13,27 +13,30 @@ struct StoreState {
         records.values.filter(query.matches).sorted(by: Query.fifo)
     }
 
+    /// A complete line that is not a record: its number in the file and why.
+    struct Damage: Error {
+        let line: Int
+        let reason: String
+    }
+
     /// Applies the complete lines of `bytes`, read at ``offset``.
     /// - Returns: how many bytes were consumed (a last line without newline is not).
-    /// - Throws: what `damaged(lineNumber, reason)` throws for a line that is not a record.
-    mutating func apply(_ bytes: [UInt8], path: String, damaged: (Int, String) throws(MsgError) -> Never) throws(MsgError) -> Int {
+    /// - Throws: ``Damage`` for a complete line that is not a record.
+    mutating func apply(_ bytes: [UInt8]) throws(Damage) -> Int {
         var start = 0
-        var consumed = 0
-        try bytes.withUnsafeBufferPointer { (all) throws(MsgError) in
+        try bytes.withUnsafeBufferPointer { (all) throws(Damage) in
             while let newline = all[start...].firstIndex(of: 0x0A) {
                 lines += 1
-                let line = UnsafeBufferPointer(rebasing: all[start..<newline])
                 do throws(MsgError) {
-                    try applyLine(line)
+                    try applyLine(UnsafeBufferPointer(rebasing: all[start..<newline]))
                 } catch {
-                    try damaged(lines, error.message)
+                    throw Damage(line: lines, reason: error.message)
                 }
                 start = newline + 1
-                consumed = start
             }
         }
-        offset += consumed
-        return consumed
+        offset += start
+        return start
     }
 
     private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {

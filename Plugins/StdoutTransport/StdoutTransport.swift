@@ -5,17 +5,23 @@ import MsgKit
 ///
 /// Delivering an id twice in one process writes it once (ids are the idempotency
 /// key); ``lookup(_:)`` answers from what this process delivered.
+/// `stdout:?fd=3` writes to file descriptor 3 instead (`3>delivered.ndjson`).
 public final class StdoutTransport: Transport {
     private let writer: NDJSONWriter
     private var delivered: Set<String> = []
 
     /// Makes the transport; `stdout:` takes no path.
     /// - Throws: `config` when the URL has a path.
-    public init(url: PluginURL, output: ByteOutput = ByteOutput()) throws(MsgError) {
+    public init(url: PluginURL) throws(MsgError) {
         guard url.path.isEmpty, url.authority == nil || url.authority == "" else {
             throw MsgError(.config, "the stdout: transport takes no path, got '\(url.text)'")
         }
-        writer = NDJSONWriter(output: output)
+        var fd: Int32 = 1
+        if let text = url.parameter("fd") {
+            guard let n = Int32(text), n >= 0 else { throw MsgError(.config, "stdout: parameter fd must be a file descriptor number, got '\(text)'") }
+            fd = n
+        }
+        writer = NDJSONWriter(output: ByteOutput(fd: fd, name: fd == 1 ? "standard output" : "file descriptor \(fd)"))
     }
 
     public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {

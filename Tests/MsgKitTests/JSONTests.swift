@@ -1,0 +1,57 @@
+import MsgKit
+import Testing
+
+@Suite struct JSONTests {
+    @Test(arguments: [
+        #"{"a":1,"b":[true,false,null],"c":"x\"y\\z\n\u00e9\ud83d\ude00","d":-0.5e+10}"#,
+        #"[]"#, #"{}"#, #""""#, #"0"#, #"[1,[2,[3]]]"#,
+    ])
+    func roundTripsExactly(text: String) throws {
+        let v = try JSONParser.parse(text)
+        var w = JSONWriter()
+        w.value(v)
+        let again = try JSONParser.parse(w.bytes)
+        #expect(again == v)
+    }
+
+    @Test func keepsNumberTextAndKeyOrder() throws {
+        let v = try JSONParser.parse(#"{"z":1.50,"a":1e3,"m":-0}"#)
+        var w = JSONWriter()
+        w.value(v)
+        #expect(String(decoding: w.bytes, as: UTF8.self) == #"{"z":1.50,"a":1e3,"m":-0}"#)
+    }
+
+    @Test(arguments: [
+        ("{", "unexpected end of input in an object"), ("[1,]", "unexpected character ']'"), ("01", "unexpected text"),
+        (#"{"a" 1}"#, "expected ':'"), ("tru", "invalid literal"), (#""\x""#, "invalid escape"),
+        (#""\ud800""#, "unpaired surrogate"), ("\"a\u{01}\"", "control character"), ("1 2", "unexpected text"),
+        ("-", "invalid number"), ("1.", "invalid number"), (String(repeating: "[", count: 600), "nesting deeper"),
+    ])
+    func refusesWithAReason(text: String, reason: String) {
+        do {
+            _ = try JSONParser.parse(text)
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.description.contains(reason), "\(error)")
+        }
+    }
+
+    @Test func reportsInvalidUTF8WithItsColumn() {
+        let bad: [UInt8] = Array(#"{"a":"ok"#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)
+        do {
+            _ = try JSONParser.parse(bad)
+            Issue.record("accepted invalid UTF-8")
+        } catch {
+            #expect(error.reason == "invalid UTF-8" && error.column == 9)
+        }
+        for seq: [UInt8] in [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF]] {
+            #expect(throws: JSONParser.Failure.self) { try JSONParser.parse([0x22] + seq + [0x22]) }
+        }
+    }
+
+    @Test func escapesControlCharacters() {
+        var w = JSONWriter()
+        w.string("a\u{0}b\u{1F}c\td\"e\\")
+        #expect(String(decoding: w.bytes, as: UTF8.self) == #""a\u0000b\u001fc\td\"e\\""#)
+    }
+}

@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MsgKit
+import MsgKitTesting
+import Testing
+
+@Suite struct JSONFileStoreTests {
+    @Test func passesStoreConformance() throws {
+        let dir = temporaryDirectory()
+        var n = 0
+        try StoreConformance.run(freshURL: {
+            n += 1
+            return "json:\(dir)/\(n)/queue.json"
+        }, open: { url in try loader.openStore(url) })
+    }
+
+    @Test func aPluginObjectCastsToTheMsgKitProtocol() throws {
+        let store = try loader.openStore("json:\(temporaryDirectory())/q.json")
+        #expect(String(describing: type(of: store)).contains("JSONFileStore"))
+        let asAny: AnyObject = store
+        #expect(asAny is any Store, "the plugin and the test share one MsgKit")
+        #expect(PluginRegistry.shared.entries.contains { $0.scheme == "json" && $0.path.hasSuffix("libJSONFileStore.so") })
+    }
+
+    @Test func filesAreOwnerOnly() throws {
+        let dir = temporaryDirectory()
+        let store = try loader.openStore("json:\(dir)/q.json")
+        _ = try store.add([Fixtures.message(1)])
+        for file in ["q.json", "q.json.lock"] {
+            var st = stat()
+            #expect(stat("\(dir)/\(file)", &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o600, "\(file)")
+        }
+    }
+
+    @Test func aTornLastLineIsDroppedAndRepaired() throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/q.json"
+        _ = try loader.openStore("json:\(path)").add([Fixtures.message(1), Fixtures.message(2)])
+        // A crash in the middle of appending record 3.
+        let torn = Fixtures.message(3).jsonText()
+        try append(path, Array(torn.utf8.prefix(torn.utf8.count / 2)))
+        let reopened = try loader.openStore("json:\(path)")
+        #expect(try reopened.count(Query()) == 2)
+        _ = try reopened.add([Fixtures.message(4)])
+        let again = try loader.openStore("json:\(path)")
+        #expect(try again.count(Query()) == 3)
+        #expect(try again.get(Fixtures.message(4).id) == Fixtures.message(4))
+    }
+
+    @Test func aDamagedLineIsMovedAsideNeverEmptied() throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/q.json"
+        _ = try loader.openStore("json:\(path)").add([Fixtures.message(1)])
+        try append(path, Array("{not json}\n".utf8))
+        _ = try loader.openStore("json:\(path)").add([]) // empty batches never touch the file
+        let store = try loader.openStore("json:\(path)")
+        #expect(throws: MsgError(.corrupt, "")) { try store.count(Query()) }
+        do {
+            _ = try store.add([Fixtures.message(2)])
+            Issue.record("a write to a damaged file succeeded")
+        } catch {
+            #expect(error.code == .corrupt)
+            #expect(error.message.contains("line 2") && error.message.contains("moved to"))
+        }
+        let aside = try #require(listDirectory(dir).first { $0.hasPrefix("q.json.corrupt-") })
+        let kept = try String(decoding: readFile("\(dir)/\(aside)"), as: UTF8.self)
+        #expect(kept.contains(Fixtures.message(1).id), "the damaged file keeps every record")
+    }
+
+    @Test func twoHandlesSeeEachOthersWritesAcrossCompaction() throws {
+        let path = "\(temporaryDirectory())/q.json"
+        let a = try loader.openStore("json:\(path)")
+        let b = try loader.openStore("json:\(path)")
+        _ = try a.add((0..<40).map { Fixtures.message($0) })
+        #expect(try b.count(Query()) == 40)
+        // Enough rewrites through b to compact (replacing the file's inode)...
+        for _ in 0..<3 {
+            for i in 0..<40 {
+                var m = try #require(try b.get(Fixtures.message(i).id))
+                m.attempts += 1
+                _ = try b.update([Change(m, expected: .queued)])
+            }
+        }
+        // ...then a writes again: it must append to the new file, not the old inode.
+        _ = try a.add([Fixtures.message(100)])
+        let c = try loader.openStore("json:\(path)")
+        #expect(try c.count(Query()) == 41)
+        #expect(try c.get(Fixtures.message(7).id)?.attempts == 3)
+        let lines = try readFile(path).filter { $0 == 0x0A }.count
+        #expect(lines < 41 * 3, "the file was compacted (\(lines) lines)")
+    }
+}
+
+func append(_ path: String, _ bytes: [UInt8]) throws {
+    let fd = open(path, O_WRONLY | O_APPEND)
+    defer { close(fd) }
+    try SystemCalls.writeAll(fd, bytes, code: .storeIO, what: path)
+}
+
+func readFile(_ path: String) throws -> [UInt8] {
+    let fd = try SystemCalls.open(path, O_RDONLY, code: .storeIO)
+    defer { close(fd) }
+    return try SystemCalls.readToEnd(fd, code: .storeIO, what: path)
+}
+
+func listDirectory(_ dir: String) -> [String] {
+    guard let d = opendir(dir) else { return [] }
+    defer { closedir(d) }
+    var names: [String] = []
+    while let e = readdir(d) {
+        names.append(withUnsafePointer(to: e.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) } })
+    }
+    return names
+}

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MsgKit
+import MsgKitTesting
+import Testing
+
+@Suite struct LoaderTests {
+    /// A copy of the stdout plugin in a directory of its own, with `mode`.
+    func pluginCopy(dirMode: mode_t, fileMode: mode_t = 0o755) throws -> String {
+        let dir = temporaryDirectory()
+        let source = try #require(PluginLoader.executableDirectory()) + "/libStdoutTransport.so"
+        let copy = "\(dir)/libStdoutTransport.so"
+        let fd = try SystemCalls.open(copy, O_WRONLY | O_CREAT, mode: 0o755, code: .storeIO)
+        try SystemCalls.writeAll(fd, try readFile(source), code: .storeIO, what: copy)
+        close(fd)
+        chmod(copy, fileMode)
+        chmod(dir, dirMode)
+        return dir
+    }
+
+    @Test func refusesAPluginInAWorldWritableDirectory() throws {
+        let dir = try pluginCopy(dirMode: 0o777)
+        let isolated = PluginLoader(extraDirectories: [dir], registry: PluginRegistry())
+        do {
+            _ = try isolated.openTransport("stdout:")
+            Issue.record("loaded an untrusted plugin")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.message.contains("plugin directory \(dir) is writable by group or others (mode 777)"), "\(error.message)")
+        }
+    }
+
+    @Test func refusesAGroupWritablePluginFile() throws {
+        let dir = try pluginCopy(dirMode: 0o755, fileMode: 0o775)
+        let isolated = PluginLoader(extraDirectories: [dir], registry: PluginRegistry())
+        #expect(throws: MsgError(.unavailable, "")) { try isolated.load("\(dir)/libStdoutTransport.so") }
+    }
+
+    @Test func unknownSchemeListsTheKnownOnes() throws {
+        let isolated = PluginLoader(registry: PluginRegistry())
+        do {
+            _ = try isolated.openStore("nosuch:/x")
+            Issue.record("opened an unknown scheme")
+        } catch {
+            #expect(error.code == .unavailable && error.code.exitCode == 69)
+            #expect(error.message.contains("no store plugin for scheme 'nosuch:'"))
+            #expect(error.message.contains("json:"), "\(error.message)")
+        }
+    }
+
+    @Test func loadsOnlyWhatACommandNeeds() throws {
+        let registry = PluginRegistry()
+        let isolated = PluginLoader(registry: registry)
+        _ = try isolated.openStore("json:\(temporaryDirectory())/q.json")
+        #expect(registry.entries.map(\.scheme) == ["json"])
+    }
+
+    @Test func stdoutTransportPassesConformance() throws {
+        try TransportConformance.run {
+            var fds: [Int32] = [0, 0]
+            pipe(&fds)
+            fcntl(fds[0], F_SETFL, O_NONBLOCK)
+            let transport = try loader.openTransport("stdout:?fd=\(fds[1])")
+            var seen: [String: Int] = [:]
+            return (transport, {
+                var buffer = [UInt8](repeating: 0, count: 1 << 16)
+                var bytes: [UInt8] = []
+                while true {
+                    let n = read(fds[0], &buffer, buffer.count)
+                    if n <= 0 { break }
+                    bytes += buffer[0..<n]
+                }
+                for line in bytes.split(separator: 0x0A) {
+                    let m = try Message(json: try JSONParser.parse(Array(line)))
+                    seen[m.id, default: 0] += 1
+                }
+                return seen
+            })
+        }
+    }
+}
