@@ -32,6 +32,9 @@ struct ComposeCommand: ParsableCommand {
             throw ValidationError("give --to and --body, or pipe drafts such as {\"to\":\"bob\",\"body\":\"hi\"} on stdin")
         }
         if body != nil && to == nil { throw ValidationError("--body needs --to") }
+        if let notBefore {
+            do { _ = try TimeArgument.parse(notBefore, future: true) } catch { throw ValidationError(error.message) }
+        }
     }
 
     func run() throws {

@@ -15,6 +15,7 @@ struct FilterOptions: ParsableArguments {
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+        do { _ = try query() } catch { throw ValidationError(error.message) }
     }
 
     /// The store query. - Throws: `badInput` for an unknown status or a bad time.

@@ -1,0 +1,92 @@
+import Foundation
+import MsgKit
+import Testing
+
+@Suite struct CommandLineTests {
+    @Test func versionAndUsageErrors() throws {
+        let s = try Sandbox()
+        let v = try s.sh("msg --version")
+        #expect(v.status == 0 && v.out == MsgVersion.current + "\n")
+        #expect(try s.sh("msg queue ls --bogus").status == 64)
+        #expect(try s.sh("msg queue ls --status lost").status == 64)
+        #expect(try s.sh("msg queue ls --since yesterday").status == 64)
+        #expect(try s.sh("msg compose --body x").status == 64)
+        let h = try s.sh("msg --help")
+        #expect(h.status == 0 && h.out.contains("compose") && h.out.contains("queue"))
+    }
+
+    @Test func unknownSchemeExits69AndSaysWhatIsKnown() throws {
+        let s = try Sandbox()
+        let r = try s.sh("msg queue ls --store redis://localhost")
+        #expect(r.status == 69)
+        #expect(r.err.hasPrefix("msg: no store plugin for scheme 'redis:' (known store schemes: json:"), "\(r.err)")
+        #expect(r.err.split(separator: "\n").count == 1)
+    }
+
+    @Test func aPluginInAWorldWritableDirectoryIsRefused() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            mkdir bad && cp "\(buildDirectory)/libJSONFileStore.so" bad/ && chmod 777 bad
+            msg queue count --plugin-path "$PWD/bad"
+            """)
+        #expect(r.status == 69)
+        #expect(r.err.contains("refusing plugin") && r.err.contains("is writable by group or others (mode 777)"), "\(r.err)")
+        let listing = try s.sh("MSG_PLUGIN_PATH=$PWD/bad msg plugins")
+        #expect(listing.status == 69 && listing.err.contains("refusing plugin"))
+    }
+
+    @Test func pluginsAreListed() throws {
+        let s = try Sandbox()
+        let r = try s.sh("msg plugins")
+        #expect(r.status == 0, "\(r.err)")
+        let rows = try r.lines.map { try JSONParser.parse($0) }
+        let names = rows.compactMap { $0["name"]?.stringValue }
+        #expect(names.contains("JSONFileStore") && names.contains("StdoutTransport"))
+        let json = try #require(rows.first { $0["name"]?.stringValue == "JSONFileStore" })
+        #expect(json["kind"]?.stringValue == "store" && json["schemes"] == .array([.string("json")]))
+        #expect(json["path"]?.stringValue?.hasSuffix("libJSONFileStore.so") == true)
+    }
+
+    @Test func settingsComeFromFlagThenEnvironmentThenConfigFile() throws {
+        let s = try Sandbox()
+        _ = try s.file("cfg", "# msg config\nstore = json:$MSG_HOME/from-config.json\n")
+        let r = try s.sh("""
+            msg compose --to a --body b --enqueue --config cfg >/dev/null
+            MSG_STORE=json:$PWD/from-env.json msg compose --to a --body b --enqueue --config cfg >/dev/null
+            MSG_STORE=json:$PWD/from-env.json msg compose --to a --body b --enqueue --config cfg --store json:$PWD/from-flag.json >/dev/null
+            ls *.json
+            """)
+        #expect(r.lines == ["from-config.json", "from-env.json", "from-flag.json"], "\(r.out)\(r.err)")
+        let missing = try s.sh("msg queue count --config nope")
+        #expect(missing.status == 78 && missing.err.contains("cannot read config file nope"))
+        _ = try s.file("badcfg", "stroe = x\n")
+        let bad = try s.sh("msg queue count --config badcfg")
+        #expect(bad.status == 78 && bad.err.contains("line 1: unknown key 'stroe'"))
+    }
+
+    @Test func listingFiltersAndFormats() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to ann --body 'a, "quoted"' --enqueue >/dev/null
+            msg compose --to bob --body 'two
+            lines' --enqueue >/dev/null
+            msg compose --to bob --body three --enqueue >/dev/null
+            """)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try s.sh("msg queue count --to bob").out == "2\n")
+        #expect(try s.sh("msg queue count --status held").out == "0\n")
+        #expect(try s.sh("msg queue count --since 1h --limit 2").out == "2\n")
+        let limited = try records(try s.sh("msg queue ls --to bob --limit 1").out)
+        #expect(limited.map(\.body) == ["two\nlines"])
+        let csv = try s.sh("msg queue ls --format csv").out
+        #expect(csv.hasPrefix("id,status,attempts,to,from,body,headers,created_at,updated_at,not_before,next_attempt_at,last_error_code,last_error_message,history\r\n"))
+        #expect(csv.contains(#",ann,,"a, ""quoted""","#))
+        #expect(csv.contains(",bob,,\"two\nlines\","))
+        let json = try JSONParser.parse(try s.sh("msg queue ls --format json").out)
+        guard case .array(let items) = json else { Issue.record("not an array"); return }
+        #expect(items.count == 3)
+        #expect(try s.sh("msg queue ls --format json --to nobody").out == "[]\n")
+        let table = try s.sh("msg queue ls --format table").lines
+        #expect(table.count == 4 && table[0].hasPrefix("ID") && table[2].contains("two lines"))
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import MsgKit
+
+/// What a shell script run by a test printed and how it ended.
+struct Run {
+    let status: Int32
+    let out: String
+    let err: String
+    var lines: [String] { out.split(separator: "\n").map(String.init) }
+}
+
+/// The directory holding the built `msg` and plugins (the test runner's own).
+let buildDirectory = PluginLoader.executableDirectory()!
+
+/// A private MSG_HOME for one test, with helpers to run `msg` pipelines in it.
+struct Sandbox {
+    let home: String
+
+    init() throws {
+        home = NSTemporaryDirectory() + "msg-cli-" + UUID().uuidString.lowercased()
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    }
+
+    /// Runs `script` with bash (`pipefail` off, so `PIPESTATUS` is available), `msg`
+    /// on the PATH, MSG_HOME set and no config file.
+    func sh(_ script: String, stdin: String? = nil, env: [String: String] = [:]) throws -> Run {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = ["-c", script]
+        p.currentDirectoryURL = URL(fileURLWithPath: home)
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["MSG_STORE", "MSG_TRANSPORT", "MSG_PLUGIN_PATH", "MSG_CONFIG"] { environment[key] = nil }
+        environment["MSG_HOME"] = home
+        environment["XDG_CONFIG_HOME"] = home + "/config"
+        environment["PATH"] = buildDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        for (k, v) in env { environment[k] = v }
+        p.environment = environment
+        let outPath = home + "/.out-\(UUID().uuidString)", errPath = home + "/.err-\(UUID().uuidString)"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        if let stdin {
+            let inPath = home + "/.in-\(UUID().uuidString)"
+            try stdin.write(toFile: inPath, atomically: false, encoding: .utf8)
+            p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        } else {
+            p.standardInput = FileHandle.nullDevice
+        }
+        try p.run()
+        p.waitUntilExit()
+        let out = try String(contentsOfFile: outPath, encoding: .utf8)
+        let err = try String(contentsOfFile: errPath, encoding: .utf8)
+        return Run(status: p.terminationStatus, out: out, err: err)
+    }
+
+    /// Writes `text` to a file in the sandbox and returns its path.
+    func file(_ name: String, _ text: String) throws -> String {
+        let path = home + "/" + name
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
+
+/// Parses NDJSON output into records.
+func records(_ text: String) throws -> [Message] {
+    try text.split(separator: "\n").map { try Message(jsonText: String($0)) }
+}
