@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "msg", targets: ["msg"]),
         .library(name: "JSONFileStore", type: .dynamic, targets: ["JSONFileStore"]),
         .library(name: "StdoutTransport", type: .dynamic, targets: ["StdoutTransport"]),
+        .library(name: "SQLiteStore", type: .dynamic, targets: ["SQLiteStore"]),
     ],
     dependencies: [
         .package(path: "MsgKit"),
@@ -31,6 +32,8 @@ let package = Package(
         .target(name: "MsgEngine", dependencies: [kit]),
         plugin("JSONFileStore"),
         plugin("StdoutTransport"),
+        plugin("SQLiteStore", dependencies: ["CSQLite"]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "CLITests", dependencies: [kit]),

@@ -40,19 +40,12 @@ public final class JSONFileStore: Store {
 
     public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
         if messages.isEmpty { return [] }
-        return try write { (s) throws(MsgError) -> ([Message], [String], [AddResult]) in
-            var lines: [Message] = []
-            var results: [AddResult] = []
-            for m in messages {
-                if let existing = s.records[m.id] {
-                    results.append(AddResult(message: existing, inserted: false))
-                } else {
-                    s.records[m.id] = m
-                    lines.append(m)
-                    results.append(AddResult(message: m, inserted: true))
-                }
+        return try write { (tx) throws(MsgError) -> [AddResult] in
+            messages.map { m in
+                if let existing = tx.get(m.id) { return AddResult(message: existing, inserted: false) }
+                tx.set(m)
+                return AddResult(message: m, inserted: true)
             }
-            return (lines, [], results)
         }
     }
 
@@ -78,78 +71,68 @@ public final class JSONFileStore: Store {
 
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
         if changes.isEmpty { return [] }
-        return try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
-            var lines: [Message] = []
-            var applied: [Bool] = []
-            for change in changes {
-                guard s.records[change.message.id]?.status == change.expected else { applied.append(false); continue }
-                s.records[change.message.id] = change.message
-                lines.append(change.message)
-                applied.append(true)
+        return try write { (tx) throws(MsgError) -> [Bool] in
+            changes.map { change in
+                guard tx.get(change.message.id)?.status == change.expected else { return false }
+                tx.set(change.message)
+                return true
             }
-            return (lines, [], applied)
         }
     }
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
         if removals.isEmpty { return [] }
-        return try write { (s) throws(MsgError) -> ([Message], [String], [Bool]) in
-            var deleted: [String] = []
-            var results: [Bool] = []
-            for r in removals {
-                guard let m = s.records[r.id], r.statuses?.contains(m.status) ?? true else { results.append(false); continue }
-                s.records[r.id] = nil
-                deleted.append(r.id)
-                results.append(true)
+        return try write { (tx) throws(MsgError) -> [Bool] in
+            removals.map { r in
+                guard let m = tx.get(r.id), r.statuses?.contains(m.status) ?? true else { return false }
+                tx.delete(r.id)
+                return true
             }
-            return ([], deleted, results)
         }
     }
 
     public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
         if limit <= 0 { return [] }
-        return try write { (s) throws(MsgError) -> ([Message], [String], [Message]) in
+        return try write { (tx) throws(MsgError) -> [Message] in
             var taken: [Message] = []
-            for m in s.sorted(matching: query) {
+            for m in tx.sorted(matching: query) {
                 if taken.count >= limit { break }
                 guard let changed = try transform(m) else { continue }
                 taken.append(changed)
             }
-            for m in taken { s.records[m.id] = m }
-            return (taken, [], taken)
+            for m in taken { tx.set(m) }
+            return taken
         }
     }
 
     // MARK: Transactions
 
-    /// Runs `body` under the exclusive lock on an up-to-date state, then appends and
-    /// syncs the lines it returns. Nothing is kept in memory if the write fails.
-    private func write<R>(_ body: (inout StoreState) throws(MsgError) -> ([Message], [String], R)) throws(MsgError) -> R {
+    /// Runs `body` under the exclusive lock on an up-to-date state, appends and syncs
+    /// the lines it produced, and only then applies its changes in memory. The queue
+    /// is never copied: a batch costs what it changes, not the size of the queue.
+    private func write<R>(_ body: (inout Transaction) throws(MsgError) -> R) throws(MsgError) -> R {
         try lock(LOCK_EX)
         defer { flock(lockFD, LOCK_UN) }
         try refresh(writer: true)
-        var next = state
-        let (records, deletions, result) = try body(&next)
-        guard !records.isEmpty || !deletions.isEmpty else { return result }
-        var w = JSONWriter(capacity: records.count * 512 + deletions.count * 64)
-        for m in records {
-            m.write(to: &w)
-            w.raw("\n")
-        }
-        for id in deletions {
-            w.raw("{\"$deleted\":"); w.string(id); w.raw("}\n")
-        }
+        // In a closure so the transaction's reference to the records is gone before
+        // they are changed in place below.
+        let (overlay, bytes, lineCount, result) = try { () throws(MsgError) in
+            var tx = Transaction(base: state.records)
+            let result = try body(&tx)
+            return (tx.overlay, tx.output.bytes, tx.lineCount, result)
+        }()
+        guard lineCount > 0 else { return result }
         do throws(MsgError) {
-            try SystemCalls.writeAll(dataFD, w.bytes, code: .storeIO, what: path)
+            try SystemCalls.writeAll(dataFD, bytes, code: .storeIO, what: path)
             try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
         } catch {
             // Cut off whatever part was written: it was never acknowledged.
             _ = ftruncate(dataFD, off_t(state.offset))
             throw error
         }
-        next.offset = state.offset + w.bytes.count
-        next.lines = state.lines + records.count + deletions.count
-        state = next
+        for (id, value) in overlay { state.records[id] = value }
+        state.offset += bytes.count
+        state.lines += lineCount
         if state.lines > 64 && state.lines - state.records.count > state.records.count {
             try compact()
         }

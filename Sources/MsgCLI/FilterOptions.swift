@@ -18,6 +18,19 @@ struct FilterOptions: ParsableArguments {
         do { _ = try query() } catch { throw ValidationError(error.message) }
     }
 
+    /// The store query, restricted to the ids on stdin when it is not a terminal and
+    /// holds any (so `msg queue add | msg queue ls` lists what was just stored).
+    /// - Returns: the query and the number of bad stdin lines.
+    /// - Throws: `badInput` when stdin cannot be read.
+    func queryWithTargets() throws(MsgError) -> (Query, Int) {
+        var q = try query()
+        guard !Diagnostics.stdinIsTerminal else { return (q, 0) }
+        var reader = NDJSONReader()
+        let targets = try TargetReader.read(&reader)
+        if !targets.ids.isEmpty || targets.badLines > 0 { q.ids = Set(targets.ids) }
+        return (q, targets.badLines)
+    }
+
     /// The store query. - Throws: `badInput` for an unknown status or a bad time.
     func query() throws(MsgError) -> Query {
         Query(statuses: try status.map { (s) throws(MsgError) in try Status.parseList(s) }, to: to,

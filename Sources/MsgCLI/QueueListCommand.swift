@@ -6,7 +6,12 @@ import MsgKit
 struct QueueListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
-        abstract: "List stored messages in FIFO order (created_at, then id)."
+        abstract: "List stored messages in FIFO order (created_at, then id).",
+        discussion: """
+        When stdin is not a terminal, only the messages it names are listed (records,
+        {"id":…} objects or bare ids, one per line); empty input lists all. So
+        `msg queue add < in | msg queue ls` lists what was just stored.
+        """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -16,8 +21,10 @@ struct QueueListCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.session().store()
+        let (query, badLines) = try filters.queryWithTargets()
         let formatter = RecordFormatter(format: format ?? .automatic, includeHistory: history)
-        try Listing(query: try filters.query()).write(from: store, formatter: formatter)
+        try Listing(query: query).write(from: store, formatter: formatter, includeHistory: history)
+        try finish(badLines > 0 ? 65 : 0)
     }
 }
 
@@ -33,9 +40,11 @@ struct QueueCountCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.session().store()
-        let n = try Listing(query: try filters.query()).count(in: store)
+        let (query, badLines) = try filters.queryWithTargets()
+        let n = try Listing(query: query).count(in: store)
         let out = ByteOutput()
         out.write("\(n)\n")
         try out.flush()
+        try finish(badLines > 0 ? 65 : 0)
     }
 }

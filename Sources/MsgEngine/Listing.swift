@@ -9,10 +9,17 @@ public struct Listing {
     public init(query: Query) { self.query = query }
 
     /// Writes the matching records. - Throws: `storeIO`, `corrupt`.
-    public func write(from store: any Store, formatter: RecordFormatter) throws(MsgError) {
-        try store.list(query) { (m) throws(MsgError) -> Bool in
-            try formatter.write(m)
-            return true
+    public func write(from store: any Store, formatter: RecordFormatter, includeHistory: Bool) throws(MsgError) {
+        if formatter.acceptsJSON {
+            try store.listJSON(query, includeHistory: includeHistory) { (json) throws(MsgError) -> Bool in
+                try formatter.writeJSON(json)
+                return true
+            }
+        } else {
+            try store.list(query) { (m) throws(MsgError) -> Bool in
+                try formatter.write(m)
+                return true
+            }
         }
         try formatter.finish()
     }

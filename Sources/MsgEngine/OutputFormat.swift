@@ -52,6 +52,15 @@ public final class RecordFormatter {
         try output.flushIfLarge()
     }
 
+    /// Whether records can be written from their stored JSON text (``writeJSON(_:)``).
+    public var acceptsJSON: Bool { format == .ndjson }
+
+    /// Writes one record's stored JSON text (ndjson only). - Throws: `storeIO`.
+    public func writeJSON(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+        count += 1
+        try ndjson.writeRaw(json)
+    }
+
     /// Ends the listing (closes a JSON array; writes a header for an empty CSV).
     /// - Throws: `storeIO` when the output fails.
     public func finish() throws(MsgError) {

@@ -44,7 +44,7 @@ public struct Settings: Sendable, Equatable {
         func fromFile(_ key: String) -> String? {
             file[key].map { ConfigFile.expand($0, home: home, env: env) }
         }
-        let store = flags.store ?? env("MSG_STORE") ?? fromFile("store") ?? "json:\(home)/queue.json"
+        let store = flags.store ?? env("MSG_STORE") ?? fromFile("store") ?? "sqlite:\(home)/queue.sqlite"
         let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
         let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
         return Settings(home: home, store: store, transport: transport,

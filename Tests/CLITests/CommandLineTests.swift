@@ -26,7 +26,7 @@ import Testing
     @Test func aPluginInAWorldWritableDirectoryIsRefused() throws {
         let s = try Sandbox()
         let r = try s.sh("""
-            mkdir bad && cp "\(buildDirectory)/libJSONFileStore.so" bad/ && chmod 777 bad
+            mkdir bad && cp "\(buildDirectory)"/lib{JSONFileStore,SQLiteStore}.so bad/ && chmod 777 bad
             msg queue count --plugin-path "$PWD/bad"
             """)
         #expect(r.status == 69)

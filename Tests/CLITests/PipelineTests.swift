@@ -13,9 +13,15 @@ import Testing
         #expect(r.out == composed)
         let m = try #require(try records(composed).first)
         #expect(m.to == "a" && m.body == "hi" && m.status == .queued && m.history.map(\.event) == ["queued"])
-        let plain = try s.sh("msg compose --to a --body hi | msg queue add | msg queue ls")
+        // ls waits for what add acknowledges on its stdin and lists exactly that.
+        let plain = try s.sh("msg compose --to a --body again | msg queue add | msg queue ls --history")
         #expect(plain.status == 0)
-        #expect(try records(plain.out).count == 2)
+        #expect(try records(plain.out).map(\.body) == ["again"])
+        let one = try s.sh("msg queue ls | tail -1 | msg queue ls")
+        #expect(try records(one.out).map(\.body) == ["again"])
+        let bare = try s.sh("msg queue ls | head -1 | cut -c8-43 | msg queue count; echo nonsense | msg queue count")
+        #expect(bare.lines == ["1", "0"])
+        #expect(bare.err.contains("msg: line 1: 'nonsense' is not a message id"))
     }
 
     @Test func tenThousandDraftsLeaveTenThousandRecords() throws {

@@ -39,7 +39,8 @@ extension Message {
     }
 
     /// Writes the record as one compact JSON object (no newline).
-    /// `includeHistory: false` leaves `history` out, as `queue ls` does.
+    /// `includeHistory: false` leaves `history` out, as `queue ls` does. `history`
+    /// is always the last key, so a store may keep it apart and splice it back.
     public func write(to w: inout JSONWriter, includeHistory: Bool = true) {
         w.raw("{")
         w.key("id", first: true); w.string(id)
@@ -68,18 +69,24 @@ extension Message {
             w.key("until"); w.string(lease.until.description)
             w.raw("}")
         }
-        if includeHistory {
-            w.key("history"); w.raw("[")
-            for (i, event) in history.enumerated() {
-                if i > 0 { w.raw(",") }
-                event.write(to: &w)
-            }
-            w.raw("]")
-        }
         for member in extra {
             w.raw(","); w.string(member.key); w.raw(":"); w.value(member.value)
         }
+        if includeHistory {
+            w.key("history")
+            writeHistory(to: &w)
+        }
         w.raw("}")
+    }
+
+    /// Writes the `history` array.
+    public func writeHistory(to w: inout JSONWriter) {
+        w.raw("[")
+        for (i, event) in history.enumerated() {
+            if i > 0 { w.raw(",") }
+            event.write(to: &w)
+        }
+        w.raw("]")
     }
 
     /// The record as one line of compact JSON text (no newline).

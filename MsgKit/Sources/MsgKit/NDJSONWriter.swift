@@ -25,6 +25,14 @@ public final class NDJSONWriter {
         try emit()
     }
 
+    /// Writes one line of JSON text that is already compact and valid (a store's
+    /// stored record). - Throws: `MsgError.storeIO`.
+    public func writeRaw(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+        output.buffer.append(contentsOf: json)
+        output.buffer.append(0x0A)
+        if flushEveryLine { try output.flush() } else { try output.flushIfLarge() }
+    }
+
     /// Writes one JSON value as a line. - Throws: `MsgError.storeIO`.
     public func write(_ value: JSONValue) throws(MsgError) {
         writer.bytes.removeAll(keepingCapacity: true)

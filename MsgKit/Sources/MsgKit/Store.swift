@@ -33,6 +33,13 @@ public protocol Store: AnyObject {
     /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
     func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError)
 
+    /// Calls `body` with the JSON text of each record matching `query` in FIFO order,
+    /// exactly as ``Message/write(to:includeHistory:)`` would write it, until it returns
+    /// false. Listings use it so a store that keeps JSON text can skip decoding.
+    /// The default implementation encodes what ``list(_:_:)`` gives.
+    /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
+    func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError)
+
     /// The number of records matching `query` (its limit applies). - Throws: `storeIO`, `corrupt`.
     func count(_ query: Query) throws(MsgError) -> Int
 
@@ -55,6 +62,17 @@ public protocol Store: AnyObject {
     /// - Returns: the stored results of `transform`, in FIFO order.
     /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
     func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message]
+}
+
+extension Store {
+    public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
+        var w = JSONWriter(capacity: 1024)
+        try list(query) { (m) throws(MsgError) -> Bool in
+            w.bytes.removeAll(keepingCapacity: true)
+            m.write(to: &w, includeHistory: includeHistory)
+            return try w.bytes.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) }
+        }
+    }
 }
 
 /// The outcome of adding one message.

@@ -1,0 +1,42 @@
+import MsgKit
+
+/// The changes of one store call, kept beside the records rather than in them
+/// until they are durable, and the lines that will make them so.
+struct Transaction {
+    private let base: [String: Message]
+    /// The records changed (nil: deleted), by id.
+    private(set) var overlay: [String: Message?] = [:]
+    /// The lines to append, one per change, in order.
+    private(set) var output = JSONWriter(capacity: 4096)
+    private(set) var lineCount = 0
+
+    init(base: [String: Message]) { self.base = base }
+
+    /// The record with `id` as this transaction sees it.
+    func get(_ id: String) -> Message? {
+        if let changed = overlay[id] { return changed }
+        return base[id]
+    }
+
+    /// Records matching `query` before this transaction, in FIFO order.
+    func sorted(matching query: Query) -> [Message] {
+        base.values.filter(query.matches).sorted(by: Query.fifo)
+    }
+
+    /// Stores `m` (a record line).
+    mutating func set(_ m: Message) {
+        overlay[m.id] = .some(m)
+        m.write(to: &output)
+        output.raw("\n")
+        lineCount += 1
+    }
+
+    /// Deletes `id` (a `{"$deleted":ID}` line).
+    mutating func delete(_ id: String) {
+        overlay[id] = .some(nil)
+        output.raw("{\"$deleted\":")
+        output.string(id)
+        output.raw("}\n")
+        lineCount += 1
+    }
+}

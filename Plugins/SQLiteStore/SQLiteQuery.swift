@@ -1,0 +1,62 @@
+import MsgKit
+
+/// Turns a ``Query`` into SQL and the bindings for it. The SQL text depends only
+/// on which filters are set, so statements are cached per shape.
+enum SQLiteQuery {
+    typealias Binder = (SQLiteStatement) -> Void
+
+    static func select(_ columns: String, _ q: Query) -> (String, Binder) {
+        let (clause, binder) = whereClause(q)
+        var sql = "SELECT \(columns) FROM messages\(clause) ORDER BY created_at, id"
+        if q.limit != nil { sql += " LIMIT ?20" }
+        return (sql, { s in
+            binder(s)
+            if let limit = q.limit { s.bind(20, Int64(limit)) }
+        })
+    }
+
+    static func count(_ q: Query) -> (String, Binder) {
+        let (clause, binder) = whereClause(q)
+        if q.limit != nil {
+            return ("SELECT count(*) FROM (SELECT 1 FROM messages\(clause) LIMIT ?20)", { s in
+                binder(s)
+                s.bind(20, Int64(q.limit!))
+            })
+        }
+        return ("SELECT count(*) FROM messages\(clause)", binder)
+    }
+
+    private static func whereClause(_ q: Query) -> (String, Binder) {
+        var terms: [String] = []
+        if let statuses = q.statuses {
+            terms.append(statuses.count == 1 ? "status = ?1" : "status IN (SELECT value FROM json_each(?1))")
+        }
+        if q.to != nil { terms.append("recipient = ?2") }
+        if q.since != nil { terms.append("created_at >= ?3") }
+        if q.until != nil { terms.append("created_at < ?4") }
+        if q.dueBy != nil { terms.append("(due_at IS NULL OR due_at <= ?5)") }
+        if q.leaseEndedBy != nil { terms.append("(lease_until IS NULL OR lease_until < ?6)") }
+        if q.updatedBy != nil { terms.append("updated_at <= ?7") }
+        if q.ids != nil { terms.append("id IN (SELECT value FROM json_each(?8))") }
+        let clause = terms.isEmpty ? "" : " WHERE " + terms.joined(separator: " AND ")
+        return (clause, { s in
+            if let statuses = q.statuses {
+                if statuses.count == 1 { s.bind(1, statuses.first!.rawValue) } else { s.bind(1, jsonArray(statuses.map(\.rawValue).sorted())) }
+            }
+            if let to = q.to { s.bind(2, to) }
+            if let since = q.since { s.bind(3, since.milliseconds) }
+            if let until = q.until { s.bind(4, until.milliseconds) }
+            if let due = q.dueBy { s.bind(5, due.milliseconds) }
+            if let lease = q.leaseEndedBy { s.bind(6, lease.milliseconds) }
+            if let updated = q.updatedBy { s.bind(7, updated.milliseconds) }
+            if let ids = q.ids { s.bind(8, jsonArray(ids.sorted())) }
+        })
+    }
+
+    /// A JSON array of strings, for `json_each`.
+    static func jsonArray(_ values: [String]) -> String {
+        var w = JSONWriter()
+        w.value(.array(values.map { .string($0) }))
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+}

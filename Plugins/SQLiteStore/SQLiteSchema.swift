@@ -1,0 +1,53 @@
+import MsgKit
+
+/// The store's schema and its migrations, versioned by `PRAGMA user_version`.
+///
+/// Each record is kept as its JSON text without history (`record`) and its history
+/// array (`history`): listings write `record` as it is, and splice `history` back
+/// in when asked (it is always the last key). The other columns exist for the
+/// indexes and filters.
+enum SQLiteSchema {
+    /// The version this msg writes.
+    static let current: Int64 = 1
+
+    /// Each migration takes the schema from version `index` to `index + 1`.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE messages (
+            id TEXT NOT NULL PRIMARY KEY,
+            status TEXT NOT NULL,
+            recipient TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            due_at INTEGER,
+            lease_until INTEGER,
+            record TEXT NOT NULL,
+            history TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX messages_fifo ON messages(created_at, id);
+        CREATE INDEX messages_status ON messages(status, created_at, id);
+        CREATE INDEX messages_due ON messages(due_at) WHERE due_at IS NOT NULL;
+        """,
+    ]
+
+    /// Brings the database to ``current``, in one transaction per step.
+    /// - Throws: `config` when the file was written by a newer msg; storage errors.
+    static func migrate(_ db: SQLiteDatabase) throws(MsgError) {
+        if try db.integer("PRAGMA user_version") == current { return }
+        // WAL is a property of the file: set once, before the first table.
+        let wal = try db.statement("PRAGMA journal_mode=WAL")
+        _ = try wal.step("switching to WAL")
+        wal.reset()
+        try db.transaction("creating the schema") { () throws(MsgError) in
+            // Read again under the write lock: another process may have migrated.
+            let version = try db.integer("PRAGMA user_version")
+            if version > current {
+                throw MsgError(.config, "store \(db.path) has schema version \(version), newer than this msg understands (\(current)); upgrade msg")
+            }
+            for step in Int(version)..<Int(current) {
+                try db.execute(migrations[step], "migrating the schema to version \(step + 1)")
+            }
+            try db.execute("PRAGMA user_version = \(current)", "recording the schema version")
+        }
+    }
+}

@@ -1,0 +1,223 @@
+import CSQLite
+import MsgKit
+
+/// The `sqlite:PATH` store: the default. WAL with `synchronous=FULL`, so a
+/// committed batch survives power loss; `BEGIN IMMEDIATE` for every write, so
+/// compare-and-set and claims are atomic across processes.
+///
+/// A damaged database is moved aside (`PATH.corrupt-<ms>`, with its -wal and -shm)
+/// and the call fails with `corrupt`: the queue is never silently emptied.
+public final class SQLiteStore: Store {
+    private let db: SQLiteDatabase
+    let path: String
+
+    /// Opens (creating when missing) the store at `url.path`.
+    /// - Throws: `config` without a path; `storeIO`, `corrupt`.
+    public init(url: PluginURL) throws(MsgError) {
+        guard !url.path.isEmpty else { throw MsgError(.config, "the sqlite: store needs a path, e.g. sqlite:/var/lib/msg/queue.sqlite") }
+        path = url.path
+        try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
+        db = try SQLiteDatabase(path: path)
+        try guarded { () throws(MsgError) in
+            try db.execute("PRAGMA synchronous=FULL", "setting durability")
+            try SQLiteSchema.migrate(db)
+        }
+    }
+
+    // MARK: Store
+
+    public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
+        if messages.isEmpty { return [] }
+        return try guarded { () throws(MsgError) in
+            try db.transaction("storing \(messages.count) messages") { () throws(MsgError) in
+                let insert = try db.statement("""
+                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(id) DO NOTHING
+                    """)
+                var results: [AddResult] = []
+                results.reserveCapacity(messages.count)
+                var encoder = RowEncoder()
+                for m in messages {
+                    insert.reset()
+                    encoder.bind(m, to: insert)
+                    try insert.run("storing a message")
+                    if db.changes == 1 {
+                        results.append(AddResult(message: m, inserted: true))
+                    } else {
+                        results.append(AddResult(message: try fetch(m.id) ?? m, inserted: false))
+                    }
+                }
+                return results
+            }
+        }
+    }
+
+    public func get(_ id: String) throws(MsgError) -> Message? {
+        try guarded { () throws(MsgError) in try fetch(id) }
+    }
+
+    public func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError) {
+        try listJSON(query, includeHistory: true) { (json) throws(MsgError) -> Bool in
+            try body(try Self.decode(json))
+        }
+    }
+
+    public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
+        try guarded { () throws(MsgError) in
+            let (sql, binder) = SQLiteQuery.select(includeHistory ? "record, history" : "record", query)
+            let s = try db.statement(sql)
+            binder(s)
+            var spliced: [UInt8] = []
+            while try s.step("listing messages") {
+                let record = s.bytes(0)
+                if includeHistory {
+                    Self.splice(record, s.bytes(1), into: &spliced)
+                    if try !spliced.withUnsafeBufferPointer({ (b) throws(MsgError) in try body(b) }) { break }
+                } else if try !body(record) {
+                    break
+                }
+            }
+            s.reset()
+        }
+    }
+
+    public func count(_ query: Query) throws(MsgError) -> Int {
+        try guarded { () throws(MsgError) in
+            let (sql, binder) = SQLiteQuery.count(query)
+            let s = try db.statement(sql)
+            binder(s)
+            _ = try s.step("counting messages")
+            let n = Int(s.int64(0))
+            s.reset()
+            return n
+        }
+    }
+
+    public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
+        if changes.isEmpty { return [] }
+        return try guarded { () throws(MsgError) in
+            try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
+                try changes.map { (c) throws(MsgError) -> Bool in try replace(c.message, expected: c.expected) }
+            }
+        }
+    }
+
+    public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
+        if removals.isEmpty { return [] }
+        return try guarded { () throws(MsgError) in
+            try db.transaction("removing \(removals.count) messages") { () throws(MsgError) in
+                try removals.map { (r) throws(MsgError) -> Bool in
+                    let s = try db.statement("DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))")
+                    s.bind(1, r.id)
+                    s.bind(2, r.statuses.map { SQLiteQuery.jsonArray($0.map(\.rawValue).sorted()) })
+                    try s.run("removing a message")
+                    return db.changes == 1
+                }
+            }
+        }
+    }
+
+    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
+        if limit <= 0 { return [] }
+        return try guarded { () throws(MsgError) in
+            try db.transaction("claiming messages") { () throws(MsgError) in
+                var unlimited = query
+                unlimited.limit = nil
+                let (sql, binder) = SQLiteQuery.select("record, history", unlimited)
+                let s = try db.statement(sql)
+                binder(s)
+                var taken: [(message: Message, expected: Status)] = []
+                var spliced: [UInt8] = []
+                while taken.count < limit, try s.step("claiming messages") {
+                    Self.splice(s.bytes(0), s.bytes(1), into: &spliced)
+                    let m = try spliced.withUnsafeBufferPointer { (b) throws(MsgError) in try Self.decode(b) }
+                    if let changed = try transform(m) { taken.append((changed, m.status)) }
+                }
+                s.reset()
+                // Inside the write transaction nobody else can change these rows, so
+                // every compare-and-set applies; checking keeps the result honest.
+                var claimed: [Message] = []
+                for (m, expected) in taken where try replace(m, expected: expected) { claimed.append(m) }
+                return claimed
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    private func fetch(_ id: String) throws(MsgError) -> Message? {
+        let s = try db.statement("SELECT record, history FROM messages WHERE id = ?1")
+        s.bind(1, id)
+        guard try s.step("reading a message") else { return nil }
+        var spliced: [UInt8] = []
+        Self.splice(s.bytes(0), s.bytes(1), into: &spliced)
+        s.reset()
+        return try spliced.withUnsafeBufferPointer { (b) throws(MsgError) in try Self.decode(b) }
+    }
+
+    private func replace(_ m: Message, expected: Status) throws(MsgError) -> Bool {
+        let s = try db.statement("""
+            UPDATE messages SET status = ?2, recipient = ?3, created_at = ?4, updated_at = ?5, due_at = ?6,
+                lease_until = ?7, record = ?8, history = ?9
+            WHERE id = ?1 AND status = ?10
+            """)
+        var encoder = RowEncoder()
+        encoder.bind(m, to: s)
+        s.bind(10, expected.rawValue)
+        try s.run("updating a message")
+        return db.changes == 1
+    }
+
+    /// `record` with `,"history":HISTORY` put back before its closing brace.
+    static func splice(_ record: UnsafeBufferPointer<UInt8>, _ history: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        guard record.count > 0 else { return }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: record.dropLast()))
+        out.append(contentsOf: ",\"history\":".utf8)
+        out.append(contentsOf: history)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
+        let value: JSONValue
+        do throws(JSONParser.Failure) {
+            value = try JSONParser.parse(json)
+        } catch {
+            throw MsgError(.corrupt, "a stored record is not valid JSON: \(error)")
+        }
+        return try Message(json: value)
+    }
+
+    /// Runs `body`; when the database turns out to be damaged, moves it aside and
+    /// says where.
+    private func guarded<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        do throws(MsgError) {
+            return try body()
+        } catch where error.code == .corrupt {
+            throw moveAside(error)
+        }
+    }
+
+    private func moveAside(_ error: MsgError) -> MsgError {
+        let aside = "\(path).corrupt-\(Timestamp.now().milliseconds)"
+        guard rename(path, aside) == 0 else {
+            return MsgError(.corrupt, "\(error.message); it could not be moved aside", underlying: error.underlying)
+        }
+        _ = rename(path + "-wal", aside + "-wal")
+        _ = rename(path + "-shm", aside + "-shm")
+        try? SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
+        return MsgError(.corrupt, "\(error.message); it was moved to \(aside) for inspection", underlying: error.underlying)
+    }
+}
+
+/// Registers the `sqlite:` scheme.
+@_cdecl("msg_plugin_register")
+public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
+    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "SQLiteStore", version: MsgVersion.current) { r in
+        r.store(scheme: "sqlite") { url throws(MsgError) in try SQLiteStore(url: url) }
+    }
+}
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
