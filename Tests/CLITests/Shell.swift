@@ -23,10 +23,16 @@ struct Sandbox {
 
     /// Runs `script` with bash (`pipefail` off, so `PIPESTATUS` is available), `msg`
     /// on the PATH, MSG_HOME set and no config file.
-    func sh(_ script: String, stdin: String? = nil, env: [String: String] = [:]) throws -> Run {
+    func sh(_ script: String, stdin: String? = nil, env: [String: String] = [:], wrapper: String? = nil) throws -> Run {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-c", script]
+        if let wrapper {
+            let words = wrapper.split(separator: " ").map(String.init)
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/" + words[0])
+            p.arguments = Array(words.dropFirst()) + ["/bin/bash", "-c", script]
+        } else {
+            p.executableURL = URL(fileURLWithPath: "/bin/bash")
+            p.arguments = ["-c", script]
+        }
         p.currentDirectoryURL = URL(fileURLWithPath: home)
         var environment = ProcessInfo.processInfo.environment
         for key in ["MSG_STORE", "MSG_TRANSPORT", "MSG_PLUGIN_PATH", "MSG_CONFIG"] { environment[key] = nil }
@@ -59,6 +65,15 @@ struct Sandbox {
         let path = home + "/" + name
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
+    }
+}
+
+/// The ids of NDJSON records, read by position: every record msg writes starts
+/// with `{"id":"` and its 36-character id. Cheap enough for 20,000-record checks.
+func ids(_ text: String) -> [String] {
+    text.split(separator: "\n").compactMap { line in
+        guard line.hasPrefix("{\"id\":\""), line.utf8.count >= 43 else { return nil }
+        return String(line.dropFirst(7).prefix(36))
     }
 }
 

@@ -1,0 +1,124 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// The store URLs under test, relative to a sandbox.
+let storeKinds = ["sqlite:queue.sqlite", "json:queue.json"]
+
+/// 20,000 records made once and shared by the crash tests.
+let twentyThousand: String = {
+    let s = try! Sandbox()
+    return try! s.sh("""
+        seq 20000 | awk '{printf "{\\"to\\":\\"user%d@example.com\\",\\"body\\":\\"crash test message %d\\"}\\n", $1, $1}' | msg compose
+        """).out
+}()
+
+@Suite struct StoreCrashTests {
+    /// `queue add` of 20,000 records is killed with SIGKILL after a random number of
+    /// echoes; every echoed record must be there after reopening, once.
+    @Test(arguments: storeKinds)
+    func killedQueueAddLosesNothingItAcknowledged(kind: String) throws {
+        let input = twentyThousand
+        let inputIds = Set(ids(input))
+        #expect(inputIds.count == 20_000)
+        var rng = SystemRandomNumberGenerator()
+        for round in 0..<20 {
+            let s = try Sandbox()
+            let url = kind.replacingOccurrences(of: ":", with: ":\(s.home)/")
+            let inputPath = try s.file("in.ndjson", input)
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+            p.arguments = ["queue", "add", "--store", url]
+            p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            // Kill after a random number of acknowledgements (sometimes at once).
+            let killAfter = round == 0 ? 0 : Int.random(in: 0..<20_000, using: &rng)
+            var echoed = Data()
+            var lines = 0
+            while lines < killAfter {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                lines += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+                echoed += chunk
+            }
+            kill(p.processIdentifier, SIGKILL)
+            echoed += out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            // Only complete lines were acknowledged.
+            let text = String(decoding: echoed, as: UTF8.self)
+            let complete = text.hasSuffix("\n") ? text : String(text[..<(text.lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex)])
+            let acknowledged = ids(complete)
+
+            let after = try s.sh("msg queue ls --store '\(url)'")
+            #expect(after.status == 0, "round \(round): store does not open cleanly: \(after.err)")
+            let stored = ids(after.out)
+            #expect(Set(stored).count == stored.count, "round \(round): duplicates")
+            let missing = Set(acknowledged).subtracting(stored)
+            #expect(missing.isEmpty, "round \(round), killed after \(killAfter): \(missing.count) acknowledged records lost, e.g. \(missing.prefix(3))")
+            #expect(Set(stored).isSubset(of: inputIds), "round \(round): records from nowhere")
+            // The store still takes writes after the crash (checked every fifth round).
+            if round % 5 == 0 {
+                let again = try s.sh("msg queue add --store '\(url)' < in.ndjson | wc -l; msg queue count --store '\(url)'")
+                #expect(again.lines == ["20000", "20000"], "round \(round): \(again.err)")
+            }
+        }
+    }
+
+    /// Four processes add 5,000 records each to one store at the same time.
+    @Test(arguments: storeKinds)
+    func fourConcurrentWritersEndWithEveryRecordOnce(kind: String) throws {
+        let s = try Sandbox()
+        let url = kind.replacingOccurrences(of: ":", with: ":\(s.home)/")
+        let r = try s.sh("""
+            for i in 1 2 3 4; do
+              seq 5000 | awk -v w=$i '{printf "{\\"to\\":\\"w%d\\",\\"body\\":\\"%d\\"}\\n", w, $1}' | msg compose > in$i
+            done
+            for i in 1 2 3 4; do msg queue add --store '\(url)' < in$i > out$i 2> err$i & pids="$pids $!"; done
+            status=0; for p in $pids; do wait $p || status=$?; done
+            echo "status $status"; cat err1 err2 err3 err4
+            msg queue count --store '\(url)'
+            cat in1 in2 in3 in4 | msg queue count --store '\(url)'
+            msg queue ls --store '\(url)' | cut -c8-43 | sort | uniq -d | wc -l
+            cat out1 out2 out3 out4 | wc -l
+            """)
+        #expect(r.lines == ["status 0", "20000", "20000", "0", "20000"], "\(r.out)\(r.err)")
+    }
+
+    /// A full disk, then a read-only one: a clear error, exit 74, nothing stored lost.
+    /// Runs in a private mount namespace with a 1 MiB tmpfs.
+    @Test(arguments: storeKinds)
+    func aFullOrReadOnlyDiskFailsCleanlyAndLosesNothing(kind: String) throws {
+        let s = try Sandbox()
+        let url = kind.replacingOccurrences(of: ":", with: ":\(s.home)/disk/")
+        let r = try s.sh("""
+            set -u
+            mkdir disk
+            mount -t tmpfs -o size=1m tmpfs disk || { echo "cannot mount a tmpfs"; exit 1; }
+            acked=0
+            for i in $(seq 1 400); do
+              msg compose --to x --body "$(head -c 20000 /dev/zero | tr '\\0' "$((i % 10))")" > one
+              if msg queue add --store '\(url)' < one >> acked.ndjson 2> err; then acked=$((acked + 1)); else echo "add failed with $?"; break; fi
+            done
+            head -c 300 err; echo
+            echo "acked $acked"
+            rm -f disk/filler; head -c 600000 /dev/zero > filler 2>/dev/null
+            mount -o remount,ro disk
+            msg queue add --store '\(url)' < one > /dev/null 2> err2; echo "readonly add $?"
+            head -c 300 err2; echo
+            mount -o remount,rw disk
+            echo "count $(msg queue count --store '\(url)')"
+            echo "acked ids stored: $(msg queue count --store '\(url)' < acked.ndjson)"
+            """, env: [:], wrapper: "unshare -rm")
+        let lines = r.lines
+        #expect(lines.first == "add failed with 74", "\(r.out)\(r.err)")
+        #expect(lines.count > 1 && lines[1].hasPrefix("msg: ") && !lines[1].contains("\n"))
+        #expect(lines.count > 1 && (lines[1].contains("full") || lines[1].contains("No space")), "\(lines)")
+        let acked = Int(lines.first { $0.hasPrefix("acked ") }?.dropFirst(6) ?? "") ?? -1
+        #expect(acked > 10, "the disk held some records first: \(lines)")
+        #expect(lines.contains("readonly add 74"), "\(lines)")
+        #expect(lines.contains("count \(acked)"), "\(lines)")
+        #expect(lines.contains("acked ids stored: \(acked)"), "\(lines)")
+    }
+}
