@@ -38,13 +38,13 @@ public final class JSONFileStore: Store {
 
     // MARK: Store
 
-    public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
-        if messages.isEmpty { return [] }
+    public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
+        if records.isEmpty { return [] }
         return try write { (tx) throws(MsgError) -> [AddResult] in
-            messages.map { m in
-                if let existing = tx.get(m.id) { return AddResult(message: existing, inserted: false) }
-                tx.set(m)
-                return AddResult(message: m, inserted: true)
+            records.map { r in
+                if let existing = tx.get(r.message.id) { return AddResult(message: existing, inserted: false) }
+                tx.set(r)
+                return AddResult(message: r.message, inserted: true)
             }
         }
     }

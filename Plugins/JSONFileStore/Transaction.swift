@@ -31,6 +31,14 @@ struct Transaction {
         lineCount += 1
     }
 
+    /// Stores an already encoded record (a record line).
+    mutating func set(_ r: EncodedMessage) {
+        overlay[r.message.id] = .some(r.message)
+        output.bytes.append(contentsOf: r.json)
+        output.raw("\n")
+        lineCount += 1
+    }
+
     /// Deletes `id` (a `{"$deleted":ID}` line).
     mutating func delete(_ id: String) {
         overlay[id] = .some(nil)

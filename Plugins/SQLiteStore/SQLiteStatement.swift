@@ -33,10 +33,14 @@ final class SQLiteStatement {
         }
     }
 
-    func bind(_ index: Int32, bytes: [UInt8]) {
-        bytes.withUnsafeBufferPointer { b in
-            _ = sqlite3_bind_text(stmt, index, UnsafeRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(b.count), transient)
+    /// Binds text without copying it: `bytes` must stay alive until the statement
+    /// has run (``RowEncoder/run(_:_:_:)`` steps inside the buffer's lifetime).
+    func bindStatic(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            _ = sqlite3_bind_text(stmt, index, "", 0, transient)
+            return
         }
+        _ = sqlite3_bind_text(stmt, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
     }
 
     /// Steps once. - Returns: true when a row is ready. - Throws: the mapped error.

@@ -26,25 +26,23 @@ public final class SQLiteStore: Store {
 
     // MARK: Store
 
-    public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
-        if messages.isEmpty { return [] }
+    public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
+        if records.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
-            try db.transaction("storing \(messages.count) messages") { () throws(MsgError) in
+            try db.transaction("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
-                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history)
+                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at)
                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(id) DO NOTHING
                     """)
                 var results: [AddResult] = []
-                results.reserveCapacity(messages.count)
-                var encoder = RowEncoder()
-                for m in messages {
+                results.reserveCapacity(records.count)
+                for r in records {
                     insert.reset()
-                    encoder.bind(m, to: insert)
-                    try insert.run("storing a message")
+                    try RowEncoder.run(r, insert, "storing a message")
                     if db.changes == 1 {
-                        results.append(AddResult(message: m, inserted: true))
+                        results.append(AddResult(message: r.message, inserted: true))
                     } else {
-                        results.append(AddResult(message: try fetch(m.id) ?? m, inserted: false))
+                        results.append(AddResult(message: try fetch(r.message.id) ?? r.message, inserted: false))
                     }
                 }
                 return results
@@ -62,20 +60,25 @@ public final class SQLiteStore: Store {
         }
     }
 
+
     public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
         try guarded { () throws(MsgError) in
-            let (sql, binder) = SQLiteQuery.select(includeHistory ? "record, history" : "record", query)
+            let (sql, binder) = SQLiteQuery.select("record, history_at", query)
             let s = try db.statement(sql)
             binder(s)
-            var spliced: [UInt8] = []
+            var scratch: [UInt8] = []
             while try s.step("listing messages") {
                 let record = s.bytes(0)
                 if includeHistory {
-                    Self.splice(record, s.bytes(1), into: &spliced)
-                    if try !spliced.withUnsafeBufferPointer({ (b) throws(MsgError) in try body(b) }) { break }
-                } else if try !body(record) {
-                    break
+                    if try !body(record) { break }
+                    continue
                 }
+                // Without history: the text before `,"history":`, then the closing brace.
+                let cut = min(Int(s.int64(1)), record.count)
+                scratch.removeAll(keepingCapacity: true)
+                scratch.append(contentsOf: UnsafeBufferPointer(rebasing: record[..<cut]))
+                scratch.append(UInt8(ascii: "}"))
+                if try !scratch.withUnsafeBufferPointer({ (b) throws(MsgError) in try body(b) }) { break }
             }
             s.reset()
         }
@@ -123,14 +126,12 @@ public final class SQLiteStore: Store {
             try db.transaction("claiming messages") { () throws(MsgError) in
                 var unlimited = query
                 unlimited.limit = nil
-                let (sql, binder) = SQLiteQuery.select("record, history", unlimited)
+                let (sql, binder) = SQLiteQuery.select("record", unlimited)
                 let s = try db.statement(sql)
                 binder(s)
                 var taken: [(message: Message, expected: Status)] = []
-                var spliced: [UInt8] = []
                 while taken.count < limit, try s.step("claiming messages") {
-                    Self.splice(s.bytes(0), s.bytes(1), into: &spliced)
-                    let m = try spliced.withUnsafeBufferPointer { (b) throws(MsgError) in try Self.decode(b) }
+                    let m = try Self.decode(s.bytes(0))
                     if let changed = try transform(m) { taken.append((changed, m.status)) }
                 }
                 s.reset()
@@ -146,36 +147,22 @@ public final class SQLiteStore: Store {
     // MARK: Rows
 
     private func fetch(_ id: String) throws(MsgError) -> Message? {
-        let s = try db.statement("SELECT record, history FROM messages WHERE id = ?1")
+        let s = try db.statement("SELECT record FROM messages WHERE id = ?1")
         s.bind(1, id)
         guard try s.step("reading a message") else { return nil }
-        var spliced: [UInt8] = []
-        Self.splice(s.bytes(0), s.bytes(1), into: &spliced)
-        s.reset()
-        return try spliced.withUnsafeBufferPointer { (b) throws(MsgError) in try Self.decode(b) }
+        defer { s.reset() }
+        return try Self.decode(s.bytes(0))
     }
 
     private func replace(_ m: Message, expected: Status) throws(MsgError) -> Bool {
         let s = try db.statement("""
             UPDATE messages SET status = ?2, recipient = ?3, created_at = ?4, updated_at = ?5, due_at = ?6,
-                lease_until = ?7, record = ?8, history = ?9
+                lease_until = ?7, record = ?8, history_at = ?9
             WHERE id = ?1 AND status = ?10
             """)
-        var encoder = RowEncoder()
-        encoder.bind(m, to: s)
         s.bind(10, expected.rawValue)
-        try s.run("updating a message")
+        try RowEncoder.run(EncodedMessage(m), s, "updating a message")
         return db.changes == 1
-    }
-
-    /// `record` with `,"history":HISTORY` put back before its closing brace.
-    static func splice(_ record: UnsafeBufferPointer<UInt8>, _ history: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
-        out.removeAll(keepingCapacity: true)
-        guard record.count > 0 else { return }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: record.dropLast()))
-        out.append(contentsOf: ",\"history\":".utf8)
-        out.append(contentsOf: history)
-        out.append(UInt8(ascii: "}"))
     }
 
     static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
@@ -214,6 +201,7 @@ public final class SQLiteStore: Store {
 @_cdecl("msg_plugin_register")
 public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
     PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "SQLiteStore", version: MsgVersion.current) { r in
+        _ = msg_sqlite_disable_memstatus()
         r.store(scheme: "sqlite") { url throws(MsgError) in try SQLiteStore(url: url) }
     }
 }

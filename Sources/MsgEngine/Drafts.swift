@@ -1,7 +1,7 @@
 import MsgKit
 
 /// Turns drafts (`{"to","body",…}`) into new queued records, as `compose` does.
-public struct Drafts {
+public struct Drafts: Sendable {
     /// Values used where a draft has none (from `compose` flags).
     public struct Defaults: Sendable {
         public var to: String?
@@ -22,10 +22,10 @@ public struct Drafts {
 
     private let ids: UUIDv7Generator
     private let defaults: Defaults
-    private let clock: () -> Timestamp
+    private let clock: @Sendable () -> Timestamp
 
     /// Completes drafts with ids from `ids`, times from `clock`, and `defaults`.
-    public init(ids: UUIDv7Generator = UUIDv7Generator(), defaults: Defaults = Defaults(), clock: @escaping () -> Timestamp = Timestamp.now) {
+    public init(ids: UUIDv7Generator = UUIDv7Generator(), defaults: Defaults = Defaults(), clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
         self.ids = ids
         self.defaults = defaults
         self.clock = clock

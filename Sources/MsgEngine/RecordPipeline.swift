@@ -1,4 +1,6 @@
+import Dispatch
 import MsgKit
+import Synchronization
 
 /// The loop shared by `compose` (drafts on stdin) and `queue add`: read lines,
 /// turn each into a record, store each batch in one durable commit, then echo it.
@@ -9,9 +11,13 @@ import MsgKit
 /// at once. Bad lines are reported as `msg: line N: …` and, with `--on-error skip`,
 /// the stream goes on; with `abort`, the whole input is checked first and nothing
 /// is stored if any line is bad.
+///
+/// Reading and decoding run on a second thread, one batch ahead of the thread that
+/// commits and echoes: on two cores, parsing the next batch overlaps the store's
+/// commit of this one. Echoes still follow their own batch's commit.
 public struct RecordPipeline {
     /// Turns one input line's JSON into a record.
-    public typealias Decode = (JSONValue) throws(MsgError) -> Message
+    public typealias Decode = @Sendable (JSONValue) throws(MsgError) -> Message
 
     private let decode: Decode
     private let store: (any Store)?
@@ -47,7 +53,7 @@ public struct RecordPipeline {
             var all: [Message] = []
             while let lines = try reader.nextBatch() {
                 for line in lines {
-                    switch parse(line) {
+                    switch Self.parse(line, decode) {
                     case .success(let m): all.append(m)
                     case .failure(let e):
                         Diagnostics.badLine(line.number, e)
@@ -57,50 +63,89 @@ public struct RecordPipeline {
                     }
                 }
             }
-            try commitAndEcho(all, &summary)
+            try commitAndEcho(all.map { EncodedMessage($0) }, &summary)
+            try writer.finish()
             return summary
         }
-        while let lines = try reader.nextBatch() {
-            var batch: [Message] = []
-            batch.reserveCapacity(lines.count)
-            for line in lines {
-                switch parse(line) {
-                case .success(let m): batch.append(m)
-                case .failure(let e):
-                    Diagnostics.badLine(line.number, e)
-                    summary.badLines += 1
+        let channel = Channel<Parsed>(capacity: 2)
+        let stop = Atomic<Bool>(false)
+        let decode = self.decode
+        let producerReader = reader
+        DispatchQueue(label: "msg.reader").async {
+            var reader = producerReader
+            do throws(MsgError) {
+                while !stop.load(ordering: .relaxed), let lines = try reader.nextBatch() {
+                    var messages: [EncodedMessage] = []
+                    var bad: [(Int, MsgError)] = []
+                    messages.reserveCapacity(lines.count)
+                    for line in lines {
+                        switch Self.parse(line, decode) {
+                        case .success(let m): messages.append(EncodedMessage(m))
+                        case .failure(let e): bad.append((line.number, e))
+                        }
+                    }
+                    channel.send(.batch(messages: messages, bad: bad))
                 }
+                channel.send(.end)
+            } catch {
+                channel.send(.failed(error))
             }
-            try commitAndEcho(batch, &summary)
-            progress?.update(summary.records)
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            channel.close()
+        }
+        loop: while true {
+            switch channel.receive() {
+            case .batch(let batch, let bad):
+                for (number, error) in bad { Diagnostics.badLine(number, error) }
+                summary.badLines += bad.count
+                try commitAndEcho(batch, &summary)
+                progress?.update(summary.records)
+            case .end:
+                break loop
+            case .failed(let error):
+                throw error
+            }
         }
         try writer.finish()
         progress?.finish()
         return summary
     }
 
-    private func parse(_ line: NDJSONReader.Line) -> Result<Message, MsgError> {
+    /// What the reading thread hands over.
+    private enum Parsed: Sendable {
+        case batch(messages: [EncodedMessage], bad: [(Int, MsgError)])
+        case end
+        case failed(MsgError)
+    }
+
+    private static func parse(_ line: NDJSONReader.Line, _ decode: Decode) -> Result<Message, MsgError> {
         line.json().flatMap { value in
             do throws(MsgError) { return .success(try decode(value)) } catch { return .failure(error) }
         }
     }
 
-    private func commitAndEcho(_ batch: [Message], _ summary: inout Summary) throws(MsgError) {
+    private func commitAndEcho(_ batch: [EncodedMessage], _ summary: inout Summary) throws(MsgError) {
         guard !batch.isEmpty else { return }
-        let echoed: [Message]
-        if let store {
-            let results = try store.add(batch)
-            summary.duplicates += results.reduce(0) { $0 + ($1.inserted ? 0 : 1) }
-            echoed = results.map(\.message)
-        } else {
-            echoed = batch
-        }
         let previous = writer.flushEveryLine
         writer.flushEveryLine = false
         defer { writer.flushEveryLine = previous }
-        for m in echoed { try writer.write(m) }
+        if let store {
+            let results = try store.add(batch)
+            for (record, result) in zip(batch, results) {
+                if result.inserted {
+                    try writer.writeRaw(record.json)
+                } else {
+                    summary.duplicates += 1
+                    try writer.write(result.message)
+                }
+            }
+        } else {
+            for record in batch { try writer.writeRaw(record.json) }
+        }
         // The whole batch is acknowledged at once: it was committed at once.
         try writer.finish()
-        summary.records += echoed.count
+        summary.records += batch.count
     }
 }

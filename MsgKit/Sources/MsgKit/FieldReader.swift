@@ -1,11 +1,31 @@
 /// Reads the typed fields of a JSON object, with errors that name the field.
+///
+/// One pass over the members notes where each known key last appears, so each
+/// field is then found without searching, and unknown members are collected in
+/// their order (the last of a repeated key wins, as everywhere in msg).
 struct FieldReader {
-    private var members: [JSONValue.Member]
+    private let members: [JSONValue.Member]
     private let context: String
+    private let keys: [String]
+    private var slots: [Int]
+    private var unknownIndexes: [Int] = []
 
-    init(_ members: [JSONValue.Member], context: String = "") {
+    /// The keys of a record, in the order msg writes them.
+    static let recordKeys = ["id", "to", "from", "body", "headers", "status", "attempts", "created_at", "updated_at",
+                             "not_before", "next_attempt_at", "last_error", "lease", "history"]
+
+    init(_ members: [JSONValue.Member], context: String = "", keys: [String] = FieldReader.recordKeys) {
         self.members = members
         self.context = context
+        self.keys = keys
+        slots = [Int](repeating: -1, count: keys.count)
+        for (i, member) in members.enumerated() {
+            if let k = keys.firstIndex(of: member.key) {
+                slots[k] = i
+            } else {
+                unknownIndexes.append(i)
+            }
+        }
     }
 
     private func bad(_ field: String, _ why: String) -> MsgError {
@@ -13,18 +33,24 @@ struct FieldReader {
     }
 
     func value(_ field: String) -> JSONValue? {
-        guard let v = members.last(where: { $0.key == field })?.value else { return nil }
+        guard let k = keys.firstIndex(of: field), slots[k] >= 0 else { return nil }
+        let v = members[slots[k]].value
         if case .null = v { return nil }
         return v
     }
 
-    func unknown(known: Set<String> = Message.knownFields) -> [JSONValue.Member] {
-        var seen: Set<String> = []
+    /// The members whose keys are not known, in order; a repeated key keeps its last value.
+    func unknown() -> [JSONValue.Member] {
         var result: [JSONValue.Member] = []
-        for member in members.reversed() where !known.contains(member.key) && seen.insert(member.key).inserted {
+        result.reserveCapacity(unknownIndexes.count)
+        for i in unknownIndexes {
+            let member = members[i]
+            if let j = result.firstIndex(where: { $0.key == member.key }) {
+                result.remove(at: j)
+            }
             result.append(member)
         }
-        return result.reversed()
+        return result
     }
 
     func id() throws(MsgError) -> String {
@@ -96,7 +122,7 @@ struct FieldReader {
     func failure(_ field: String) throws(MsgError) -> Message.Failure? {
         guard let v = value(field) else { return nil }
         guard case .object(let m) = v else { throw bad(field, "must be an object") }
-        let r = FieldReader(m, context: "\(context)\(field).")
+        let r = FieldReader(m, context: "\(context)\(field).", keys: ["code", "message", "retryable", "at"])
         return Message.Failure(code: try r.string("code"), message: try r.string("message"),
                                retryable: try r.bool("retryable"), at: try r.timestamp("at"))
     }
@@ -104,7 +130,7 @@ struct FieldReader {
     func lease() throws(MsgError) -> Message.Lease? {
         guard let v = value("lease") else { return nil }
         guard case .object(let m) = v else { throw bad("lease", "must be an object") }
-        let r = FieldReader(m, context: "lease.")
+        let r = FieldReader(m, context: "lease.", keys: ["host", "pid", "until"])
         let pid = try r.int("pid")
         guard pid <= Int(Int32.max) else { throw MsgError(.badInput, "field \"lease.pid\" is out of range") }
         return Message.Lease(host: try r.string("host"), pid: Int32(pid), until: try r.timestamp("until"))
@@ -117,9 +143,9 @@ struct FieldReader {
         events.reserveCapacity(elements.count)
         for (i, element) in elements.enumerated() {
             guard case .object(let m) = element else { throw bad("history[\(i)]", "must be an object") }
-            let r = FieldReader(m, context: "history[\(i)].")
+            let r = FieldReader(m, context: "history[\(i)].", keys: ["at", "event", "status", "error"])
             events.append(Message.Event(at: try r.timestamp("at"), event: try r.string("event"), status: try r.status("status"),
-                                        error: try r.failure("error"), extra: r.unknown(known: ["at", "event", "status", "error"])))
+                                        error: try r.failure("error"), extra: r.unknown()))
         }
         return events
     }

@@ -83,6 +83,13 @@ public struct JSONWriter {
         raw("\":")
     }
 
+    /// Appends a time as a quoted RFC 3339 string.
+    public mutating func timestamp(_ t: Timestamp) {
+        bytes.append(UInt8(ascii: "\""))
+        t.write(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// Appends an integer.
     public mutating func int(_ n: Int) {
         bytes.append(contentsOf: String(n).utf8)

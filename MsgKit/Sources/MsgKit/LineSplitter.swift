@@ -4,7 +4,7 @@
 /// and refuses a line longer than ``maxLineLength`` without keeping more than
 /// that many bytes of it in memory. A last line without a newline is emitted by
 /// ``finish(_:)``. It never stops by itself: every problem is an event.
-public struct LineSplitter {
+public struct LineSplitter: Sendable {
     /// One event: a line's bytes, or a line that was too long.
     public enum Event: Equatable, Sendable {
         /// A non-blank line (without its `\r\n` or `\n`) and its 1-based number.

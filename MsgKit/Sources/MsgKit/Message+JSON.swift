@@ -1,10 +1,7 @@
 /// Reading and writing records as JSON objects (DESIGN.md 2).
 extension Message {
     /// The field names msg knows, in the order it writes them.
-    public static let knownFields: Set<String> = [
-        "id", "to", "from", "body", "headers", "status", "attempts", "created_at", "updated_at",
-        "not_before", "next_attempt_at", "last_error", "lease", "history",
-    ]
+    public static let knownFields: Set<String> = Set(FieldReader.recordKeys)
 
     /// Reads a full record.
     /// - Throws: `MsgError.badInput` naming the field that is missing or wrong.
@@ -57,16 +54,16 @@ extension Message {
         }
         w.key("status"); w.string(status.rawValue)
         w.key("attempts"); w.int(attempts)
-        w.key("created_at"); w.string(createdAt.description)
-        w.key("updated_at"); w.string(updatedAt.description)
-        if let notBefore { w.key("not_before"); w.string(notBefore.description) }
-        if let nextAttemptAt { w.key("next_attempt_at"); w.string(nextAttemptAt.description) }
+        w.key("created_at"); w.timestamp(createdAt)
+        w.key("updated_at"); w.timestamp(updatedAt)
+        if let notBefore { w.key("not_before"); w.timestamp(notBefore) }
+        if let nextAttemptAt { w.key("next_attempt_at"); w.timestamp(nextAttemptAt) }
         if let lastError { w.key("last_error"); lastError.write(to: &w) }
         if let lease {
             w.key("lease"); w.raw("{")
             w.key("host", first: true); w.string(lease.host)
             w.key("pid"); w.int(Int(lease.pid))
-            w.key("until"); w.string(lease.until.description)
+            w.key("until"); w.timestamp(lease.until)
             w.raw("}")
         }
         for member in extra {
@@ -104,7 +101,7 @@ extension Message.Failure {
         w.key("code", first: true); w.string(code)
         w.key("message"); w.string(message)
         w.key("retryable"); retryable ? w.raw("true") : w.raw("false")
-        w.key("at"); w.string(at.description)
+        w.key("at"); w.timestamp(at)
         w.raw("}")
     }
 }
@@ -113,7 +110,7 @@ extension Message.Event {
     /// Writes `{"at","event","status","error"?}` and any extra fields.
     public func write(to w: inout JSONWriter) {
         w.raw("{")
-        w.key("at", first: true); w.string(at.description)
+        w.key("at", first: true); w.timestamp(at)
         w.key("event"); w.string(event)
         w.key("status"); w.string(status.rawValue)
         if let error { w.key("error"); error.write(to: &w) }

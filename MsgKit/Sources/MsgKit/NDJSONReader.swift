@@ -9,7 +9,7 @@
 /// commit a batch in one transaction and acknowledge it at once: a large
 /// stream is read in large batches, a line typed by hand is a batch of one
 /// and is never held back waiting for more input.
-public struct NDJSONReader {
+public struct NDJSONReader: Sendable {
     /// One input line and its 1-based number.
     public struct Line: Sendable {
         /// The line number in the input.

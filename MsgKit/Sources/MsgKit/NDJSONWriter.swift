@@ -27,6 +27,11 @@ public final class NDJSONWriter {
 
     /// Writes one line of JSON text that is already compact and valid (a store's
     /// stored record). - Throws: `MsgError.storeIO`.
+    public func writeRaw(_ json: [UInt8]) throws(MsgError) {
+        try json.withUnsafeBufferPointer { (b) throws(MsgError) in try writeRaw(b) }
+    }
+
+    /// Writes one line of JSON text that is already compact and valid. - Throws: `MsgError.storeIO`.
     public func writeRaw(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
         output.buffer.append(contentsOf: json)
         output.buffer.append(0x0A)

@@ -20,11 +20,12 @@
 ///    file, never a crash or a silently emptied queue.
 /// 7. **Files** a store creates are readable by their owner only (0600).
 public protocol Store: AnyObject {
-    /// Stores the messages whose id is not stored yet, in one durable commit.
-    /// - Returns: one result per message, in order: the record now stored under its
+    /// Stores the records whose id is not stored yet, in one durable commit. A store
+    /// that keeps JSON text should keep `json` as it is: it is the canonical text.
+    /// - Returns: one result per record, in order: the record now stored under its
     ///   id and whether this call inserted it (an id already stored is never stored twice).
     /// - Throws: `storeIO`, `corrupt`.
-    func add(_ messages: [Message]) throws(MsgError) -> [AddResult]
+    func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult]
 
     /// The record with `id`, or nil. - Throws: `storeIO`, `corrupt`.
     func get(_ id: String) throws(MsgError) -> Message?
@@ -65,6 +66,12 @@ public protocol Store: AnyObject {
 }
 
 extension Store {
+    /// Stores messages, encoding them first. See ``add(_:)-([EncodedMessage])``.
+    /// - Throws: `storeIO`, `corrupt`.
+    public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
+        try add(messages.map { EncodedMessage($0) })
+    }
+
     public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
         var w = JSONWriter(capacity: 1024)
         try list(query) { (m) throws(MsgError) -> Bool in

@@ -27,32 +27,44 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The RFC 3339 text, UTC, always with three fraction digits.
     public var description: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        write(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the RFC 3339 text (24 bytes, no quotes) to `out` without allocating.
+    public func write(to out: inout [UInt8]) {
         let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
         let msOfDay = milliseconds - days * 86_400_000
         let (y, m, d) = Self.civil(fromDays: days)
         let secondOfDay = msOfDay / 1000
-        var out: [UInt8] = []
-        out.reserveCapacity(24)
-        func pad(_ value: Int64, _ width: Int) {
-            var digits = [UInt8](repeating: UInt8(ascii: "0"), count: width)
-            var v = value
-            var i = width - 1
-            while i >= 0 { digits[i] = UInt8(ascii: "0") + UInt8(v % 10); v /= 10; i -= 1 }
-            out.append(contentsOf: digits)
+        let zero = UInt8(ascii: "0")
+        @inline(__always) func two(_ v: Int64) {
+            out.append(zero + UInt8(truncatingIfNeeded: v / 10 % 10))
+            out.append(zero + UInt8(truncatingIfNeeded: v % 10))
         }
-        pad(y, 4); out.append(UInt8(ascii: "-")); pad(m, 2); out.append(UInt8(ascii: "-")); pad(d, 2)
-        out.append(UInt8(ascii: "T"))
-        pad(secondOfDay / 3600, 2); out.append(UInt8(ascii: ":"))
-        pad(secondOfDay / 60 % 60, 2); out.append(UInt8(ascii: ":"))
-        pad(secondOfDay % 60, 2); out.append(UInt8(ascii: "."))
-        pad(msOfDay % 1000, 3); out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
+        let year = max(0, min(9999, y))
+        two(year / 100); two(year % 100); out.append(UInt8(ascii: "-"))
+        two(m); out.append(UInt8(ascii: "-")); two(d); out.append(UInt8(ascii: "T"))
+        two(secondOfDay / 3600); out.append(UInt8(ascii: ":"))
+        two(secondOfDay / 60 % 60); out.append(UInt8(ascii: ":"))
+        two(secondOfDay % 60); out.append(UInt8(ascii: "."))
+        let ms = msOfDay % 1000
+        out.append(zero + UInt8(truncatingIfNeeded: ms / 100))
+        two(ms % 100)
+        out.append(UInt8(ascii: "Z"))
     }
 
     /// Parses RFC 3339 (`2026-11-22T13:08:00Z`, `…:00.123456+01:00`, `t`/`z` or a space
     /// separator). Fractions beyond milliseconds are truncated. Returns nil when invalid.
     public init?(rfc3339 text: String) {
-        let b = Array(text.utf8)
+        var text = text
+        guard let parsed = text.withUTF8({ Self.parse(rfc3339: $0) }) else { return nil }
+        self = parsed
+    }
+
+    private static func parse(rfc3339 b: UnsafeBufferPointer<UInt8>) -> Timestamp? {
         guard b.count >= 20 else { return nil }
         func num(_ start: Int, _ count: Int) -> Int64? {
             guard start + count <= b.count else { return nil }
@@ -69,7 +81,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
               let hour = num(11, 2), b[13] == UInt8(ascii: ":"), let minute = num(14, 2), b[16] == UInt8(ascii: ":"),
               let second = num(17, 2)
         else { return nil }
-        guard (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year),
+        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
               hour < 24, minute < 60, second < 61 else { return nil }
         var i = 19
         var fraction: Int64 = 0
@@ -97,9 +109,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             return nil
         }
         guard i == b.count else { return nil }
-        let days = Self.days(fromCivil: year, month, day)
+        let days = days(fromCivil: year, month, day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetMinutes * 60
-        self.milliseconds = seconds * 1000 + fraction
+        return Timestamp(milliseconds: seconds * 1000 + fraction)
     }
 
     private static func daysIn(month: Int64, year: Int64) -> Int64 {
