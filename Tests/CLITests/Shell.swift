@@ -42,8 +42,8 @@ struct Sandbox {
         for (k, v) in env { environment[k] = v }
         p.environment = environment
         let outPath = home + "/.out-\(UUID().uuidString)", errPath = home + "/.err-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         if let stdin {

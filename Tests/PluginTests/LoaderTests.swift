@@ -37,6 +37,26 @@ import Testing
         #expect(throws: MsgError(.unavailable, "")) { try isolated.load("\(dir)/libStdoutTransport.so") }
     }
 
+    @Test func refusesAPluginBuiltForAnotherABI() throws {
+        // A plugin from the future: its register function answers with its own ABI, 99.
+        let dir = temporaryDirectory()
+        let source = "\(dir)/future.c"
+        let fd = try SystemCalls.open(source, O_WRONLY | O_CREAT, code: .storeIO)
+        try SystemCalls.writeAll(fd, Array("int msg_plugin_register(unsigned abi, void *r) { return abi == 99 ? 0 : 99; }\n".utf8),
+                                 code: .storeIO, what: source)
+        close(fd)
+        #expect(system("cc -shared -fPIC -o '\(dir)/libFuture.so' '\(source)'") == 0)
+        chmod(dir, 0o755)
+        let isolated = PluginLoader(extraDirectories: [dir], registry: PluginRegistry())
+        do {
+            try isolated.load("\(dir)/libFuture.so")
+            Issue.record("loaded a plugin built for another ABI")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.message.contains("was built for msg plugin ABI 99, this msg speaks ABI \(PluginRegistrar.abiVersion)"), "\(error.message)")
+        }
+    }
+
     @Test func unknownSchemeListsTheKnownOnes() throws {
         let isolated = PluginLoader(registry: PluginRegistry())
         do {
@@ -59,8 +79,8 @@ import Testing
     @Test func stdoutTransportPassesConformance() throws {
         try TransportConformance.run {
             var fds: [Int32] = [0, 0]
-            pipe(&fds)
-            fcntl(fds[0], F_SETFL, O_NONBLOCK)
+            _ = pipe(&fds)
+            _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
             let transport = try loader.openTransport("stdout:?fd=\(fds[1])")
             var seen: [String: Int] = [:]
             return (transport, {

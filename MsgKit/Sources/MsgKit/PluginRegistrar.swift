@@ -12,6 +12,11 @@
 /// ```
 public final class PluginRegistrar {
     /// The plugin ABI this MsgKit speaks. A plugin built against another one is refused.
+    ///
+    /// MsgKit is built without library evolution: the layout of every public type is
+    /// part of this ABI. Bump it (and ``compiledABIVersion``) whenever a public type
+    /// gains, loses or reorders a stored property or a protocol requirement, or a
+    /// plugin built earlier will misread memory instead of being refused.
     public static let abiVersion: UInt32 = 1
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the

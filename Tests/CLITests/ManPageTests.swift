@@ -1,0 +1,19 @@
+import Foundation
+import Testing
+
+@Suite struct ManPageTests {
+    /// The source tree's man/ directory, found from this file.
+    static let manDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../man").standardized.path
+
+    @Test func everyPageRendersWithoutWarnings() throws {
+        let pages = try FileManager.default.contentsOfDirectory(atPath: Self.manDirectory)
+            .filter { $0.range(of: #"\.[1-8]$"#, options: .regularExpression) != nil }
+        #expect(pages.contains("msg.1") && pages.contains("msg-record.5"))
+        let s = try Sandbox()
+        for page in pages {
+            let r = try s.sh("LC_ALL=C.UTF-8 groff -ww -man -Tutf8 -z '\(Self.manDirectory)/\(page)' 2>&1; echo \"exit $?\"")
+            #expect(r.out == "exit 0\n", "\(page): \(r.out)")
+        }
+    }
+}
