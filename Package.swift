@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "JSONFileStore", type: .dynamic, targets: ["JSONFileStore"]),
         .library(name: "StdoutTransport", type: .dynamic, targets: ["StdoutTransport"]),
         .library(name: "SQLiteStore", type: .dynamic, targets: ["SQLiteStore"]),
+        .library(name: "FileDropTransport", type: .dynamic, targets: ["FileDropTransport"]),
     ],
     dependencies: [
         .package(path: "MsgKit"),
@@ -33,9 +34,11 @@ let package = Package(
         plugin("JSONFileStore"),
         plugin("StdoutTransport"),
         plugin("SQLiteStore", dependencies: ["CSQLite"]),
+        plugin("FileDropTransport"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "MsgEngineTests", dependencies: ["MsgEngine", kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "CLITests", dependencies: [kit]),
     ]
 )

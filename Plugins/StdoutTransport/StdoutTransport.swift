@@ -6,8 +6,11 @@ import MsgKit
 /// Delivering an id twice in one process writes it once (ids are the idempotency
 /// key); ``lookup(_:)`` answers from what this process delivered.
 /// `stdout:?fd=3` writes to file descriptor 3 instead (`3>delivered.ndjson`).
+/// Other parameters inject failures for tests and demos (see ``FaultPlan``):
+/// `stdout:?fail_first=2`, `stdout:?fail=0.2&seed=7&error=timeout`.
 public final class StdoutTransport: Transport {
     private let writer: NDJSONWriter
+    private let faults: FaultPlan
     private var delivered: Set<String> = []
 
     /// Makes the transport; `stdout:` takes no path.
@@ -22,11 +25,14 @@ public final class StdoutTransport: Transport {
             fd = n
         }
         writer = NDJSONWriter(output: ByteOutput(fd: fd, name: fd == 1 ? "standard output" : "file descriptor \(fd)"))
+        faults = try FaultPlan(url)
     }
 
     public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
         messages.map { message in
-            guard delivered.insert(message.id).inserted else { return .delivered(confirmed: false) }
+            if delivered.contains(message.id) { return .delivered(confirmed: false) }
+            if let failure = faults.outcome(for: message, deadline: deadline) { return failure }
+            delivered.insert(message.id)
             do throws(MsgError) {
                 try writer.write(message)
                 return .delivered(confirmed: false)

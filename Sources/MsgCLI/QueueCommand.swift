@@ -4,7 +4,9 @@ import ArgumentParser
 struct QueueCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
-        abstract: "Store, list and count queued messages.",
-        subcommands: [QueueAddCommand.self, QueueListCommand.self, QueueCountCommand.self]
+        abstract: "Store, list, inspect and change queued messages.",
+        subcommands: [QueueAddCommand.self, QueueListCommand.self, QueueCountCommand.self, QueueShowCommand.self, QueueEditCommand.self,
+                      QueueRemoveCommand.self, QueueHoldCommand.self, QueueReleaseCommand.self, QueueMarkCommand.self,
+                      QueueStatsCommand.self, QueuePurgeCommand.self]
     )
 }

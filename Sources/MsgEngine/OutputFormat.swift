@@ -21,12 +21,27 @@ public final class RecordFormatter {
     public static let csvColumns = ["id", "status", "attempts", "to", "from", "body", "headers", "created_at", "updated_at",
                                     "not_before", "next_attempt_at", "last_error_code", "last_error_message", "history"]
 
-    /// A formatter to `output` (standard output by default).
-    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput()) {
+    private let buffered: Bool
+    /// Everything written, when `buffered` (for a file written atomically at the end).
+    public private(set) var collected: [UInt8] = []
+
+    /// A formatter to `output` (standard output by default). `buffered`: keep
+    /// everything in ``collected`` instead of writing it out.
+    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput(), buffered: Bool = false) {
         self.format = format
         self.includeHistory = includeHistory
         self.output = output
+        self.buffered = buffered
         self.ndjson = NDJSONWriter(output: output, flushEveryLine: false)
+    }
+
+    private func drain() throws(MsgError) {
+        if buffered {
+            collected.append(contentsOf: output.buffer)
+            output.buffer.removeAll(keepingCapacity: true)
+        } else {
+            try output.flushIfLarge()
+        }
     }
 
     /// Writes one record. - Throws: `storeIO` when the output fails.
@@ -34,8 +49,10 @@ public final class RecordFormatter {
         defer { count += 1 }
         switch format {
         case .ndjson:
-            try ndjson.write(m, includeHistory: includeHistory)
-            return
+            var w = JSONWriter()
+            m.write(to: &w, includeHistory: includeHistory)
+            output.write(w.bytes)
+            output.write([0x0A])
         case .json:
             output.write(count == 0 ? "[\n" : ",\n")
             var w = JSONWriter()
@@ -49,7 +66,7 @@ public final class RecordFormatter {
             output.write(Self.tableRow([m.id, m.status.rawValue, String(m.attempts), m.createdAt.description,
                                         Self.clip(m.to, 20), Self.clip(m.body, 40)]))
         }
-        try output.flushIfLarge()
+        try drain()
     }
 
     /// Whether records can be written from their stored JSON text (``writeJSON(_:)``).
@@ -69,7 +86,12 @@ public final class RecordFormatter {
         case .csv where count == 0: output.write(Self.csvColumns.joined(separator: ",") + "\r\n")
         default: break
         }
-        try output.flush()
+        if buffered {
+            collected.append(contentsOf: output.buffer)
+            output.buffer.removeAll()
+        } else {
+            try output.flush()
+        }
     }
 
     private func csvRow(_ m: Message) -> String {

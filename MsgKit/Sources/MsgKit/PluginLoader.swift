@@ -123,6 +123,10 @@ public struct PluginLoader: Sendable {
     /// Checks and `dlopen`s one plugin file and registers its schemes.
     /// - Throws: `unavailable` when it is untrusted, cannot be loaded or speaks another ABI.
     public func load(_ path: String) throws(MsgError) {
+        try registry.whileLoading { () throws(MsgError) in try loadLocked(path) }
+    }
+
+    private func loadLocked(_ path: String) throws(MsgError) {
         let real = Self.realPath(path) ?? path
         guard registry.markLoaded(real) else { return }
         try PluginTrust.check(real)

@@ -42,6 +42,14 @@ public final class PluginRegistry: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Held for a whole load (dlopen and registration), so a second thread asking
+    /// for the same scheme waits for the first load instead of finding it half done.
+    private let loading = Mutex(())
+
+    /// Runs `body` while no other thread is loading a plugin.
+    func whileLoading<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        try loading.withLock { (_) throws(MsgError) -> R in try body() }
+    }
 
     /// An empty registry (tests may make their own).
     public init() {}

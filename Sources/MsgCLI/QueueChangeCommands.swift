@@ -1,0 +1,55 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// Runs a bulk change and prints the changed records.
+private func runChange(_ global: GlobalOptions, _ targets: TargetOptions,
+                       _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
+    let session = try global.session()
+    let (ids, badLines) = try targets.resolve(required: true)
+    let outcome = try body(QueueOperations(store: try session.store()), ids ?? [])
+    let writer = NDJSONWriter()
+    for m in outcome.changed { try writer.write(m, includeHistory: false) }
+    try finish(badLines > 0 ? 65 : outcome.exitCode)
+}
+
+/// `msg queue hold`: keeps queued messages from being sent until released.
+struct QueueHoldCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "hold", abstract: "Hold queued messages back (queued -> held).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
+    func run() throws { try runChange(global, targets) { (q, ids) throws(MsgError) in try q.move(ids, to: .held, event: "held") } }
+}
+
+/// `msg queue release`: lets held messages go.
+struct QueueReleaseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "release", abstract: "Let held messages go (held -> queued).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
+    func run() throws { try runChange(global, targets) { (q, ids) throws(MsgError) in try q.move(ids, to: .queued, event: "released") } }
+}
+
+/// `msg queue rm`: deletes messages.
+struct QueueRemoveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete messages (not while they are being sent); print each deleted record.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
+    func run() throws { try runChange(global, targets) { (q, ids) throws(MsgError) in try q.remove(ids) } }
+}
+
+/// `msg queue mark`: applies delivery receipts.
+struct QueueMarkCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "mark", abstract: "Apply receipts: --status delivered or read (forward only).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
+    @Option(help: "delivered or read.") var status: String
+
+    func validate() throws {
+        guard status == "delivered" || status == "read" else { throw ValidationError("--status must be delivered or read") }
+    }
+
+    func run() throws {
+        let target: Status = status == "read" ? .read : .delivered
+        try runChange(global, targets) { (q, ids) throws(MsgError) in try q.move(ids, to: target, event: target.rawValue) }
+    }
+}

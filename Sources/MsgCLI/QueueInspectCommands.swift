@@ -1,0 +1,97 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// `msg queue show`: one message with its history.
+struct QueueShowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print one message with its history.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The message id.") var id: String
+
+    func run() throws {
+        let m = try QueueOperations(store: try global.session().store()).show(id)
+        try NDJSONWriter().write(m)
+    }
+}
+
+/// `msg queue edit`: changes what a message says or where it goes, before it is sent.
+struct QueueEditCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "edit", abstract: "Change to, body or headers of queued, held or failed messages.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
+    @Option(help: "The new recipient.") var to: String?
+    @Option(help: "The new body.") var body: String?
+    @Option(name: .customLong("header"), help: ArgumentHelp("Set a header, repeatable.", valueName: "key=value")) var headers: [String] = []
+    @Option(name: .customLong("remove-header"), help: "Remove a header, repeatable.") var removeHeaders: [String] = []
+
+    func validate() throws {
+        if to == nil && body == nil && headers.isEmpty && removeHeaders.isEmpty { throw ValidationError("nothing to change: give --to, --body, --header or --remove-header") }
+        if to == "" { throw ValidationError("--to must not be empty") }
+        for h in headers where !h.contains("=") || h.hasPrefix("=") { throw ValidationError("--header needs key=value, got '\(h)'") }
+    }
+
+    func run() throws {
+        let pairs = headers.map { h -> (key: String, value: String) in
+            let eq = h.firstIndex(of: "=")!
+            return (String(h[..<eq]), String(h[h.index(after: eq)...]))
+        }
+        let session = try global.session()
+        let (ids, badLines) = try targets.resolve(required: true)
+        let outcome = try QueueOperations(store: try session.store()).edit(ids ?? [], to: to, body: body, headers: pairs, removeHeaders: removeHeaders)
+        let writer = NDJSONWriter()
+        for m in outcome.changed { try writer.write(m, includeHistory: false) }
+        try finish(badLines > 0 ? 65 : outcome.exitCode)
+    }
+}
+
+/// `msg queue stats`: counts per status and age, as Postfix's qshape.
+struct QueueStatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count messages per status and age bucket.")
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "table or ndjson (default: table on a terminal, else ndjson).") var format: OutputFormat?
+
+    func run() throws {
+        let rows = try QueueOperations(store: try global.session().store()).stats()
+        let names = QueueOperations.ageBuckets.map { "<\($0.name)" } + ["older"]
+        let out = ByteOutput()
+        if (format ?? .automatic) == .table {
+            out.write(([("STATUS", 10)] + (["TOTAL"] + names).map { ($0, 8) }).map { $0.0.padding($0.1) }.joined() + "\n")
+            for (status, buckets) in rows {
+                out.write(status.rawValue.padding(10) + ([buckets.reduce(0, +)] + buckets).map { String($0).padding(8) }.joined() + "\n")
+            }
+            try out.flush()
+            return
+        }
+        let writer = NDJSONWriter(output: out)
+        for (status, buckets) in rows {
+            var members: [JSONValue.Member] = [.init("status", .string(status.rawValue)), .init("total", .number(String(buckets.reduce(0, +))))]
+            for (name, n) in zip(names, buckets) { members.append(.init(name, .number(String(n)))) }
+            try writer.write(.object(members))
+        }
+    }
+}
+
+/// `msg queue purge`: removes old finished messages.
+struct QueuePurgeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "purge", abstract: "Remove sent, delivered, read or dead messages not updated for a while.")
+    @OptionGroup var global: GlobalOptions
+    @Option(help: ArgumentHelp("Statuses to purge, comma-separated.", valueName: "list")) var status: String
+    @Option(name: .customLong("older-than"), help: "Only messages not updated for this long (e.g. 30d).") var olderThan: String
+
+    func validate() throws {
+        do {
+            _ = try Status.parseList(status)
+            _ = try MsgDuration(parsing: olderThan)
+        } catch { throw ValidationError(error.message) }
+    }
+
+    func run() throws {
+        let n = try QueueOperations(store: try global.session().store()).purge(statuses: try Status.parseList(status), olderThan: try MsgDuration(parsing: olderThan))
+        if n > 0 { Diagnostics.say("purged \(n) message\(n == 1 ? "" : "s")") }
+    }
+}
+
+extension String {
+    /// The string padded with spaces to `width` (at least one space after it).
+    func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(1, width - count)) }
+}

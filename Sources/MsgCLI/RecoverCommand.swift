@@ -1,0 +1,30 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// `msg recover`: resolves messages a crash left in `sending`. For cron.
+struct RecoverCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recover",
+        abstract: "Resolve messages left sending by a crash: sent if the transport has them, else queued again.",
+        discussion: "Safe at any time, repeatedly, and while flush runs: a message whose sender is alive is left alone. Silent when there is nothing to do."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Option(name: .customLong("stale-after"), help: "Only messages sending for longer than this.") var staleAfter = "5s"
+    @Flag(name: .customLong("dry-run"), help: "Say what would be done; change nothing.") var dryRun = false
+
+    func validate() throws {
+        do { _ = try MsgDuration(parsing: staleAfter) } catch { throw ValidationError("--stale-after: \(error.message)") }
+    }
+
+    func run() throws {
+        let session = try global.session()
+        let writer = NDJSONWriter()
+        let recoverer = Recoverer(store: try session.store(), transport: try session.transport(), staleAfter: try MsgDuration(parsing: staleAfter))
+        let summary = try recoverer.run(dryRun: dryRun) { (m) throws(MsgError) in try writer.write(m, includeHistory: false) }
+        guard summary.total > 0 else { return }
+        let verb = dryRun ? "would recover" : "recovered"
+        Diagnostics.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")
+    }
+}

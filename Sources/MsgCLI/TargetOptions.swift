@@ -1,0 +1,66 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// The messages a command acts on: ids as arguments, else read from stdin when it
+/// is not a terminal (records, `{"id":…}` objects or bare ids, one per line).
+struct TargetOptions: ParsableArguments {
+    @Argument(help: "Message ids; without them, ids are read from stdin when it is not a terminal.")
+    var ids: [String] = []
+
+    func validate() throws {
+        for id in ids where !UUIDText.isCanonical(id) {
+            throw ValidationError("'\(id)' is not a message id (a lower-case UUID)")
+        }
+    }
+
+    /// The ids given, nil for "all", and the number of bad stdin lines.
+    /// `required`: stdin must name some (for commands that never act on all).
+    func resolve(required: Bool = false) throws(MsgError) -> (ids: [String]?, badLines: Int) {
+        if !ids.isEmpty { return (ids, 0) }
+        if Diagnostics.stdinIsTerminal {
+            if required { throw MsgError(.usage, "name the messages: give ids, or pipe records or ids on stdin") }
+            return (nil, 0)
+        }
+        var reader = NDJSONReader()
+        let targets = try TargetReader.read(&reader)
+        if targets.ids.isEmpty && targets.badLines == 0 && !required { return (nil, 0) }
+        return (targets.ids, targets.badLines)
+    }
+}
+
+/// The retry policy and deadline of `flush` and `retry` (DESIGN.md 6).
+struct PolicyOptions: ParsableArguments {
+    @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead.") var maxAttempts = 3
+    @Option(name: .customLong("backoff-base"), help: "The delay after the first failure.") var backoffBase = "1s"
+    @Option(name: .customLong("backoff-cap"), help: "The longest delay.") var backoffCap = "30s"
+    @Option(help: "Extra random delay, as a fraction of the delay (0.1 = up to 10%).") var jitter = 0.1
+    @Option(help: "The deadline of each attempt.") var deadline = "3s"
+    @Option(help: "Messages per batch: one claim commit, one transport call, one outcome commit.") var batch = 256
+
+    func validate() throws {
+        if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if batch < 1 { throw ValidationError("--batch must be at least 1") }
+        if !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
+        for (flag, value) in [("--backoff-base", backoffBase), ("--backoff-cap", backoffCap), ("--deadline", deadline)] {
+            do { _ = try MsgDuration(parsing: value) } catch { throw ValidationError("\(flag): \(error.message)") }
+        }
+    }
+
+    func policy() throws(MsgError) -> RetryPolicy {
+        var p = RetryPolicy()
+        p.maxAttempts = maxAttempts
+        p.base = try MsgDuration(parsing: backoffBase)
+        p.cap = try MsgDuration(parsing: backoffCap)
+        p.jitter = jitter
+        return p
+    }
+
+    func options(statuses: Set<Status>) throws(MsgError) -> Flusher.Options {
+        var o = Flusher.Options()
+        o.statuses = statuses
+        o.deadline = try MsgDuration(parsing: deadline)
+        o.batchSize = batch
+        return o
+    }
+}

@@ -1,0 +1,153 @@
+import MsgKit
+
+/// The `queue` commands that change or inspect stored messages by id.
+///
+/// Each bulk operation is one store commit. An id that names nothing, or a
+/// message whose status does not allow the change, is reported on stderr as
+/// `msg: ID: …` and skipped; the others go through (exit 65 at the end).
+public struct QueueOperations {
+    private let store: any Store
+    private let now: Timestamp
+
+    public init(store: any Store, now: Timestamp = .now()) {
+        self.store = store
+        self.now = now
+    }
+
+    /// The outcome of a bulk change.
+    public struct Outcome: Sendable {
+        /// The changed records, in FIFO order.
+        public var changed: [Message] = []
+        /// Ids reported as problems.
+        public var problems = 0
+        public var exitCode: Int32 { problems > 0 ? 65 : 0 }
+    }
+
+    /// One message with its history. - Throws: `notFound`, store errors.
+    public func show(_ id: String) throws(MsgError) -> Message {
+        guard let m = try store.get(id) else { throw MsgError(.notFound, "no message with id \(id)") }
+        return m
+    }
+
+    /// Moves each message to `status` with `event`; a message already there is left
+    /// alone without complaint (receipts may arrive twice). - Throws: store errors.
+    public func move(_ ids: [String], to status: Status, event: String) throws(MsgError) -> Outcome {
+        try change(ids) { (m) throws(MsgError) -> Message? in
+            if m.status == status { return nil }
+            var x = m
+            try x.transition(to: status, event: event, at: now)
+            if status == .queued || status == .held { x.lease = nil }
+            return x
+        }
+    }
+
+    /// Changes `to`, `body` and headers of queued, held or failed messages.
+    /// - Throws: store errors.
+    public func edit(_ ids: [String], to: String?, body: String?, headers: [(key: String, value: String)], removeHeaders: [String]) throws(MsgError) -> Outcome {
+        try change(ids) { (m) throws(MsgError) -> Message? in
+            guard [.queued, .held, .failed].contains(m.status) else {
+                throw MsgError(.invalidTransition, "message \(m.id) is \(m.status.rawValue); only queued, held or failed messages can be edited")
+            }
+            var x = m
+            if let to { x.to = to }
+            if let body { x.body = body }
+            x.headers.removeAll { removeHeaders.contains($0.key) }
+            for h in headers {
+                if let i = x.headers.firstIndex(where: { $0.key == h.key }) { x.headers[i].value = h.value } else { x.headers.append(h) }
+            }
+            x.updatedAt = now
+            x.history.append(.init(at: now, event: "edited", status: x.status))
+            return x
+        }
+    }
+
+    /// Deletes messages; one in `sending` is refused (it may be on the wire).
+    /// - Throws: store errors.
+    public func remove(_ ids: [String]) throws(MsgError) -> Outcome {
+        var outcome = Outcome()
+        let removable = Set(Status.allCases).subtracting([.sending])
+        let found = try existing(ids, &outcome)
+        let results = try store.remove(found.map { Removal(id: $0.id, statuses: removable) })
+        for (m, ok) in zip(found, results) {
+            if ok {
+                outcome.changed.append(m)
+            } else {
+                Diagnostics.say("\(m.id): it is being sent; run msg recover if its sender died")
+                outcome.problems += 1
+            }
+        }
+        return outcome
+    }
+
+    /// Deletes messages in `statuses` last updated before `olderThan` ago.
+    /// - Throws: `usage` for a status that may not be purged; store errors.
+    public func purge(statuses: Set<Status>, olderThan: MsgDuration) throws(MsgError) -> Int {
+        let allowed: Set<Status> = [.sent, .delivered, .read, .dead]
+        guard statuses.isSubset(of: allowed) else {
+            throw MsgError(.usage, "purge removes only sent, delivered, read or dead messages, not \(statuses.subtracting(allowed).map(\.rawValue).sorted().joined(separator: ", "))")
+        }
+        var ids: [String] = []
+        try store.list(Query(statuses: statuses, updatedBy: Timestamp(milliseconds: now.milliseconds - olderThan.milliseconds))) { (m) throws(MsgError) -> Bool in
+            ids.append(m.id)
+            return true
+        }
+        var removed = 0
+        var start = 0
+        while start < ids.count {
+            let chunk = ids[start..<min(ids.count, start + 10_000)]
+            removed += try store.remove(chunk.map { Removal(id: $0, statuses: statuses) }).filter { $0 }.count
+            start += chunk.count
+        }
+        return removed
+    }
+
+    /// Counts per status and age (time since created) buckets, as Postfix's qshape.
+    public func stats() throws(MsgError) -> [(status: Status, buckets: [Int])] {
+        var table: [Status: [Int]] = [:]
+        try store.list(Query()) { (m) throws(MsgError) -> Bool in
+            let age = now.milliseconds - m.createdAt.milliseconds
+            let bucket = Self.ageBuckets.firstIndex { age < $0.limit.milliseconds } ?? Self.ageBuckets.count
+            table[m.status, default: [Int](repeating: 0, count: Self.ageBuckets.count + 1)][bucket] += 1
+            return true
+        }
+        return Status.allCases.compactMap { s in table[s].map { (s, $0) } }
+    }
+
+    /// The age buckets of ``stats()``: under 5m, 1h, 1d, 7d, then older.
+    public static let ageBuckets: [(name: String, limit: MsgDuration)] = [
+        ("5m", MsgDuration(milliseconds: 300_000)), ("1h", .seconds(3600)), ("1d", .seconds(86_400)), ("7d", .seconds(604_800)),
+    ]
+
+    private func existing(_ ids: [String], _ outcome: inout Outcome) throws(MsgError) -> [Message] {
+        var found: [Message] = []
+        for id in ids {
+            if let m = try store.get(id) {
+                found.append(m)
+            } else {
+                Diagnostics.say("\(id): no such message")
+                outcome.problems += 1
+            }
+        }
+        return found
+    }
+
+    private func change(_ ids: [String], _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> Outcome {
+        var outcome = Outcome()
+        let found = try existing(ids, &outcome)
+        var problems: [String: MsgError] = [:]
+        let changed = try store.claim(Query(ids: Set(found.map(\.id))), limit: found.count) { (m) throws(MsgError) -> Message? in
+            do throws(MsgError) {
+                return try transform(m)
+            } catch {
+                problems[m.id] = error
+                return nil
+            }
+        }
+        for (id, error) in problems.sorted(by: { $0.key < $1.key }) {
+            Diagnostics.say("\(id): \(error.message)")
+        }
+        outcome.problems += problems.count
+        outcome.changed = changed
+        return outcome
+    }
+}

@@ -1,0 +1,78 @@
+import MsgKit
+
+/// `recover`: resolves messages left in `sending` by a crash.
+///
+/// A message qualifies when it has been `sending` longer than `staleAfter` and its
+/// lease owner is gone (dead process on this host) or its lease has ended. If the
+/// transport's `lookup` says the id was delivered, it becomes `sent`; otherwise it
+/// goes back to `queued`. Either way it gets a `recovered` history event. The whole
+/// pass is one store claim, so it is safe while `flush` runs and when run twice.
+public struct Recoverer {
+    /// What a pass did (or would do, in a dry run).
+    public struct Summary: Sendable, Equatable {
+        public var markedSent = 0
+        public var requeued = 0
+        public var total: Int { markedSent + requeued }
+
+        public init(markedSent: Int = 0, requeued: Int = 0) {
+            self.markedSent = markedSent
+            self.requeued = requeued
+        }
+    }
+
+    private let store: any Store
+    private let transport: any Transport
+    private let staleAfter: MsgDuration
+    private let clock: () -> Timestamp
+
+    /// A recoverer. - Parameter staleAfter: how long a message must have been sending.
+    public init(store: any Store, transport: any Transport, staleAfter: MsgDuration, clock: @escaping () -> Timestamp = { Timestamp.now() }) {
+        self.store = store
+        self.transport = transport
+        self.staleAfter = staleAfter
+        self.clock = clock
+    }
+
+    /// Runs one pass; `dryRun` decides without storing. Each resolved record is passed
+    /// to `report`. - Throws: store errors; a transport that cannot be asked.
+    public func run(dryRun: Bool, report: (Message) throws(MsgError) -> Void) throws(MsgError) -> Summary {
+        let now = clock()
+        let query = Query(statuses: [.sending], updatedBy: Timestamp(milliseconds: now.milliseconds - staleAfter.milliseconds))
+        var summary = Summary()
+        let transport = self.transport
+        var decided: [Message] = []
+        _ = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
+            if let lease = m.lease, Owner.isAlive(lease, now: now) { return nil }
+            var x = m
+            x.lease = nil
+            if try transport.lookup(m.id) == true {
+                try x.transition(to: .sent, event: "recovered", at: now)
+                summary.markedSent += 1
+            } else {
+                try x.transition(to: .queued, event: "recovered", at: now)
+                summary.requeued += 1
+            }
+            decided.append(x)
+            return dryRun ? nil : x
+        }
+        for m in decided { try report(m) }
+        return summary
+    }
+}
+
+/// `retry --dead`: returns dead messages to `queued` (as SQS redrive), history kept,
+/// attempts reset so the retry limit applies afresh.
+public enum Redrive {
+    /// Redrives dead messages (only `targets` when given). - Throws: store errors.
+    public static func run(store: any Store, targets: [String]?, now: Timestamp, report: (Message) throws(MsgError) -> Void) throws(MsgError) -> Int {
+        let moved = try store.claim(Query(statuses: [.dead], ids: targets.map(Set.init)), limit: Int.max) { (m) throws(MsgError) -> Message? in
+            var x = m
+            x.attempts = 0
+            x.nextAttemptAt = nil
+            try x.transition(to: .queued, event: "redriven", at: now)
+            return x
+        }
+        for m in moved { try report(m) }
+        return moved.count
+    }
+}

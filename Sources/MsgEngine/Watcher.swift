@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import MsgKit
+
+/// `flush --watch`: flushes what is due, sleeps until the next due time (at most
+/// `poll`, to notice new work), and stops cleanly on SIGINT or SIGTERM.
+///
+/// The two signals are blocked and waited for with `sigtimedwait` while sleeping,
+/// so no handler or global flag is needed and a signal that arrives during a batch
+/// takes effect when the batch is done: a message is never left half-sent by it.
+public struct Watcher {
+    private let poll: MsgDuration
+
+    /// A watcher that looks for new work at least every `poll`.
+    public init(poll: MsgDuration = .seconds(1)) { self.poll = poll }
+
+    /// Runs `flusher` until a signal. - Throws: store errors.
+    public func run(_ flusher: Flusher, clock: () -> Timestamp = { Timestamp.now() }) throws(MsgError) -> Flusher.Summary {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &signals, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        var total = Flusher.Summary()
+        while true {
+            total.add(try flusher.run())
+            var wait = poll.milliseconds
+            if let due = try flusher.nextDue() {
+                wait = min(wait, max(0, due.milliseconds - clock().milliseconds))
+            }
+            var timeout = timespec(tv_sec: Int(wait / 1000), tv_nsec: Int(wait % 1000) * 1_000_000)
+            let signal = sigtimedwait(&signals, nil, &timeout)
+            if signal == SIGINT || signal == SIGTERM {
+                Diagnostics.say("stopping (\(signal == SIGINT ? "SIGINT" : "SIGTERM")): \(total.sent) sent, \(total.deferred) deferred, \(total.dead) dead")
+                return total
+            }
+        }
+    }
+}

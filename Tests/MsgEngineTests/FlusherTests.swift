@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MsgEngine
+import MsgKit
+import MsgKitTesting
+import Synchronization
+import Testing
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let now = Mutex(Fixtures.t0)
+    func read() -> Timestamp { now.withLock { $0 } }
+    func advance(_ ms: Int64) { now.withLock { $0 = $0.adding(MsgDuration(milliseconds: ms)) } }
+}
+
+func temporaryDirectory() -> String {
+    var template = Array("/tmp/msg-engine-XXXXXX".utf8CString)
+    let path = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    return String(cString: path!)
+}
+
+@Suite struct FlusherTests {
+    let loader = PluginLoader()
+
+    func flusher(_ store: any Store, _ transport: String, _ clock: TestClock, statuses: Set<Status> = [.queued]) throws -> Flusher {
+        var options = Flusher.Options()
+        options.statuses = statuses
+        let devNull = open("/dev/null", O_WRONLY)
+        return Flusher(store: store, transport: try loader.openTransport(transport), policy: RetryPolicy(), options: options,
+                       faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                       clock: clock.read, unit: { 0.5 })
+    }
+
+    @Test func backoffIsHonouredToTheMillisecondWithoutSleeping() throws {
+        let clock = TestClock()
+        let store = try loader.openStore("json:\(temporaryDirectory())/q.json")
+        _ = try store.add([Fixtures.message(1)])
+        let devNull = open("/dev/null", O_WRONLY)
+        let transport = "stdout:?fail_first=2&fd=\(devNull)"
+
+        #expect(try flusher(store, transport, clock).run() == .init(sent: 0, deferred: 1, dead: 0, skipped: 0))
+        var m = try #require(try store.get(Fixtures.message(1).id))
+        #expect(m.status == .failed && m.attempts == 1)
+        #expect(m.nextAttemptAt == Fixtures.t0.adding(MsgDuration(milliseconds: 1050)), "1s + 5% jitter")
+
+        let retry = try flusher(store, transport, clock, statuses: [.failed])
+        clock.advance(1049)
+        #expect(try retry.run().deferred == 0, "not due 1 ms early")
+        #expect(try store.get(m.id)?.attempts == 1)
+        clock.advance(1)
+        #expect(try retry.run().deferred == 1, "due on the millisecond")
+        m = try #require(try store.get(m.id))
+        #expect(m.attempts == 2)
+        #expect(m.nextAttemptAt == Fixtures.t0.adding(MsgDuration(milliseconds: 1050 + 2100)), "then 2s + 5%")
+
+        clock.advance(2100)
+        #expect(try retry.run().sent == 1, "sent on the third attempt")
+        m = try #require(try store.get(m.id))
+        #expect(m.status == .sent && m.attempts == 3)
+        #expect(m.history.map(\.event) == ["queued", "attempt", "failed", "attempt", "failed", "attempt", "sent"])
+    }
+
+    @Test func aFailedMessageDoesNotBlockTheOnesBehindIt() throws {
+        let clock = TestClock()
+        let store = try loader.openStore("json:\(temporaryDirectory())/q.json")
+        let ms = (0..<3).map { Fixtures.message($0, createdOffset: Int64($0)) }
+        _ = try store.add(ms)
+        let devNull = open("/dev/null", O_WRONLY)
+        let summary = try flusher(store, "stdout:?fail_ids=\(ms[0].id)&error=rejected&fd=\(devNull)", clock).run()
+        #expect(summary == .init(sent: 2, deferred: 0, dead: 1, skipped: 0))
+        #expect(summary.exitCode == 1)
+        #expect(try store.get(ms[0].id)?.status == .dead)
+    }
+
+    @Test func recoverLeavesALiveSenderAloneAndUsesLookup() throws {
+        let clock = TestClock()
+        let dir = temporaryDirectory()
+        let store = try loader.openStore("json:\(dir)/q.json")
+        let transport = try loader.openTransport("file:\(dir)/drop")
+        func sending(_ n: Int, pid: Int32) throws -> Message {
+            var m = Fixtures.message(n)
+            try m.transition(to: .sending, event: "attempt", at: Fixtures.t0)
+            m.lease = .init(host: Owner.host, pid: pid, until: Fixtures.t0.adding(.seconds(600)))
+            return m
+        }
+        let alive = try sending(1, pid: getpid())
+        let deadDelivered = try sending(2, pid: 999_999)
+        let deadNotDelivered = try sending(3, pid: 999_999)
+        _ = try store.add([alive, deadDelivered, deadNotDelivered])
+        _ = transport.deliver([deadDelivered], deadline: .seconds(3))
+        clock.advance(10_000)
+        let recoverer = Recoverer(store: store, transport: transport, staleAfter: .seconds(5), clock: clock.read)
+        var reported: [String] = []
+        let dry = try recoverer.run(dryRun: true) { (m) throws(MsgError) in reported.append(m.id) }
+        #expect(dry == .init(markedSent: 1, requeued: 1))
+        #expect(try store.count(Query(statuses: [.sending])) == 3, "a dry run changes nothing")
+        let summary = try recoverer.run(dryRun: false) { (_) throws(MsgError) in }
+        #expect(summary == .init(markedSent: 1, requeued: 1))
+        #expect(try store.get(alive.id)?.status == .sending, "its sender is alive")
+        #expect(try store.get(deadDelivered.id)?.status == .sent)
+        #expect(try store.get(deadNotDelivered.id)?.status == .queued)
+        #expect(try store.get(deadNotDelivered.id)?.history.last?.event == "recovered")
+        #expect(try recoverer.run(dryRun: false) { (_) throws(MsgError) in } == .init(), "a second pass finds nothing")
+    }
+}
