@@ -1,0 +1,95 @@
+import Foundation
+import MsgKit
+import Testing
+
+@Suite struct ExitCodeTests {
+    @Test func zeroOneSixtyFiveAndSeventyFiveFromRealScenarios() throws {
+        let s = try Sandbox()
+        _ = try s.sh("msg compose --to a --body ok --enqueue")
+        #expect(try s.sh("msg flush").status == 0, "everything sent")
+        _ = try s.sh("msg compose --to b --body later --enqueue")
+        #expect(try s.sh("msg flush --transport 'stdout:?error=timeout&fail=1'").status == 75, "deferred")
+        #expect(try s.sh("msg retry --now --transport 'stdout:?error=rejected&fail=1'").status == 1, "dead")
+        #expect(try s.sh("msg queue add", stdin: "garbage\n").status == 65, "bad input")
+        #expect(try s.sh("msg flush --transport nosuch:x").status == 69, "unavailable transport")
+        #expect(try s.sh("msg flush --config /nonexistent").status == 78, "configuration")
+        let states = try records(try s.sh("msg queue ls").out).map(\.status)
+        #expect(states == [.sent, .dead])
+    }
+
+    @Test func deadMessagesAreRedrivenWithTheirHistory() throws {
+        let s = try Sandbox()
+        _ = try s.sh("msg compose --to a --body x --enqueue; msg flush --transport 'stdout:?error=rejected&fail=1'")
+        let r = try s.sh("msg retry --dead; msg flush > /dev/null; msg queue ls --history")
+        let m = try #require(try records(r.out).last)
+        #expect(m.status == .sent)
+        #expect(m.history.map(\.event) == ["queued", "attempt", "dead", "redriven", "attempt", "sent"])
+        #expect(r.err.contains("redrove 1 dead message to queued"))
+    }
+}
+
+@Suite struct QueueCommandTests {
+    @Test func holdReleaseEditShowAndRemove() throws {
+        let s = try Sandbox()
+        let ids = try s.sh("for b in one two three; do msg compose --to bob --body $b --enqueue; done").lines.map { String($0.dropFirst(7).prefix(36)) }
+        #expect(ids.count == 3)
+        let held = try s.sh("msg queue ls --to bob | head -1 | msg queue hold")
+        #expect(try records(held.out).map(\.status) == [.held])
+        let flushed = try s.sh("msg flush | wc -l; msg queue ls --status held | wc -l")
+        #expect(flushed.lines == ["2", "1"], "a held message is not sent")
+        #expect(try s.sh("msg queue hold \(ids[1])").status == 65, "a sent message cannot be held")
+        _ = try s.sh("msg queue release \(ids[0])")
+        let edited = try s.sh("msg queue edit \(ids[0]) --to carol --header x=1 && msg queue show \(ids[0])")
+        let m = try #require(try records(edited.lines.last ?? "").first)
+        #expect(m.to == "carol" && m.headers.first?.value == "1" && m.history.map(\.event) == ["queued", "held", "released", "edited"])
+        #expect(try s.sh("msg queue edit \(ids[1]) --body late").status == 65, "a sent message cannot be edited")
+        let removed = try s.sh("msg queue ls --to carol | msg queue rm | wc -l; msg queue count")
+        #expect(removed.lines == ["1", "2"])
+        let missing = try s.sh("msg queue show \(ids[0])")
+        #expect(missing.status == 65 && missing.err == "msg: no message with id \(ids[0])\n")
+    }
+
+    @Test func receiptsGoForwardOnly() throws {
+        let s = try Sandbox()
+        _ = try s.sh("msg compose --to a --body x --enqueue; msg flush")
+        let r = try s.sh("msg queue ls | msg queue mark --status read; msg queue ls | msg queue mark --status delivered; echo $?; msg queue ls")
+        #expect(try records(r.lines[0]).first?.status == .read)
+        #expect(r.lines[1] == "65" && r.err.contains("is read and cannot become delivered"), "\(r.out)\(r.err)")
+        #expect(try records(r.lines[2]).first?.status == .read)
+    }
+
+    @Test func statsAndPurge() throws {
+        let s = try Sandbox()
+        _ = try s.sh("for i in 1 2 3; do msg compose --to a --body $i --enqueue; done; msg flush --limit 2 >/dev/null")
+        let stats = try s.sh("msg queue stats").lines.map { try JSONParser.parse($0) }
+        #expect(stats.map { $0["status"]?.stringValue } == ["queued", "sent"])
+        #expect(stats.map { $0["total"]?.intValue } == [1, 2] && stats.map { $0["<5m"]?.intValue } == [1, 2])
+        #expect(try s.sh("msg queue purge --status queued --older-than 0s").status == 64, "queued messages are never purged")
+        let purged = try s.sh("msg queue purge --status sent --older-than 1h; msg queue count; msg queue purge --status sent --older-than 0s; msg queue count")
+        #expect(purged.lines == ["3", "1"] && purged.err.contains("purged 2 messages"))
+    }
+}
+
+@Suite struct ExportTests {
+    @Test func auditExportIsAtomicAndChecksumsVerify() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to a --body 'secret, "quoted"' --enqueue > /dev/null
+            msg compose --to b --body fine --enqueue > /dev/null
+            msg flush --transport 'stdout:?fail=1&error=rejected' > /dev/null
+            msg export --out audit.csv --format csv --redact body
+            sha256sum -c audit.csv.sha256
+            ls -l audit.csv | cut -c1-10
+            msg export | wc -l
+            msg export --status sent | wc -l
+            """)
+        #expect(r.lines == ["audit.csv: OK", "-rw-------", "2", "0"], "\(r.out)\(r.err)")
+        let csv = try String(contentsOfFile: s.home + "/audit.csv", encoding: .utf8)
+        #expect(csv.hasPrefix("id,status,attempts,to,from,body,headers,created_at,updated_at,not_before,next_attempt_at,last_error_code,last_error_message,history\r\n"))
+        #expect(!csv.contains("secret") && csv.contains("[redacted]") && csv.contains("rejected"))
+        #expect(csv.components(separatedBy: "\r\n").count == 4, "header, two rows, final CRLF")
+        let json = try JSONParser.parse(try s.sh("msg export --format json").out)
+        guard case .array(let items) = json else { Issue.record("not an array"); return }
+        #expect(items.count == 2 && items.allSatisfy { $0["history"] != nil })
+    }
+}
