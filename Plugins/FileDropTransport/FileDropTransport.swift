@@ -77,6 +77,30 @@ public final class FileDropTransport: Transport {
         return isDelivered(id)
     }
 
+    /// Many ids at once: one listing of `new/`, then of `cur/` (in that order, so a
+    /// file a reader moves from one to the other meanwhile is still seen).
+    public func lookup(_ ids: [String]) throws(MsgError) -> [Bool?] {
+        guard ids.count >= 32 else {
+            var answers: [Bool?] = []
+            for id in ids { answers.append(try lookup(id)) }
+            return answers
+        }
+        let delivered = try names(in: "new").union(try names(in: "cur"))
+        return ids.map { delivered.contains("\($0).json") }
+    }
+
+    private func names(in sub: String) throws(MsgError) -> Set<String> {
+        guard let dir = opendir("\(root)/\(sub)") else { throw SystemCalls.error(.unreachable, "cannot list \(root)/\(sub)") }
+        defer { closedir(dir) }
+        var names: Set<String> = []
+        while let entry = readdir(dir) {
+            names.insert(withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            })
+        }
+        return names
+    }
+
     private func isDelivered(_ id: String) -> Bool {
         access("\(root)/new/\(id).json", F_OK) == 0 || access("\(root)/cur/\(id).json", F_OK) == 0
     }

@@ -74,7 +74,7 @@ public final class JSONFileStore: Store {
         return try write { (tx) throws(MsgError) -> [Bool] in
             changes.map { change in
                 guard tx.get(change.message.id)?.status == change.expected else { return false }
-                tx.set(change.message)
+                tx.set(change.record)
                 return true
             }
         }

@@ -100,7 +100,7 @@ public final class SQLiteStore: Store {
         if changes.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
             try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
-                try changes.map { (c) throws(MsgError) -> Bool in try replace(c.message, expected: c.expected) }
+                try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected) }
             }
         }
     }
@@ -138,7 +138,7 @@ public final class SQLiteStore: Store {
                 // Inside the write transaction nobody else can change these rows, so
                 // every compare-and-set applies; checking keeps the result honest.
                 var claimed: [Message] = []
-                for (m, expected) in taken where try replace(m, expected: expected) { claimed.append(m) }
+                for (m, expected) in taken where try replace(EncodedMessage(m), expected: expected) { claimed.append(m) }
                 return claimed
             }
         }
@@ -154,14 +154,17 @@ public final class SQLiteStore: Store {
         return try Self.decode(s.bytes(0))
     }
 
-    private func replace(_ m: Message, expected: Status) throws(MsgError) -> Bool {
+    /// Replaces a record if its status is still `expected`. `created_at` is left out
+    /// of the SET list on purpose: it never changes, and naming it would make SQLite
+    /// rewrite the FIFO index entry of every updated row.
+    private func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
         let s = try db.statement("""
-            UPDATE messages SET status = ?2, recipient = ?3, created_at = ?4, updated_at = ?5, due_at = ?6,
+            UPDATE messages SET status = ?2, recipient = ?3, updated_at = ?5, due_at = ?6,
                 lease_until = ?7, record = ?8, history_at = ?9
             WHERE id = ?1 AND status = ?10
             """)
         s.bind(10, expected.rawValue)
-        try RowEncoder.run(EncodedMessage(m), s, "updating a message")
+        try RowEncoder.run(r, s, "updating a message")
         return db.changes == 1
     }
 

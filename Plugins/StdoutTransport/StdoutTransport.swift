@@ -24,12 +24,12 @@ public final class StdoutTransport: Transport {
             guard let n = Int32(text), n >= 0 else { throw MsgError(.config, "stdout: parameter fd must be a file descriptor number, got '\(text)'") }
             fd = n
         }
-        writer = NDJSONWriter(output: ByteOutput(fd: fd, name: fd == 1 ? "standard output" : "file descriptor \(fd)"))
+        writer = NDJSONWriter(output: ByteOutput(fd: fd, name: fd == 1 ? "standard output" : "file descriptor \(fd)"), flushEveryLine: false)
         faults = try FaultPlan(url)
     }
 
     public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
-        messages.map { message in
+        var outcomes = messages.map { message -> DeliveryOutcome in
             if delivered.contains(message.id) { return .delivered(confirmed: false) }
             if let failure = faults.outcome(for: message, deadline: deadline) { return failure }
             delivered.insert(message.id)
@@ -41,6 +41,16 @@ public final class StdoutTransport: Transport {
                 return .failed(MsgError(.unreachable, "cannot write to standard output: \(error.message)"), retryAfter: nil)
             }
         }
+        // One write for the batch: "delivered" means written out, so write before reporting.
+        do throws(MsgError) {
+            try writer.finish()
+        } catch {
+            for (i, outcome) in outcomes.enumerated() where outcome == .delivered(confirmed: false) {
+                delivered.remove(messages[i].id)
+                outcomes[i] = .failed(MsgError(.unreachable, "cannot write to standard output: \(error.message)"), retryAfter: nil)
+            }
+        }
+        return outcomes
     }
 
     public func lookup(_ id: String) throws(MsgError) -> Bool? { delivered.contains(id) }

@@ -1,5 +1,18 @@
 import MsgKit
 
+/// A fast generator for jitter (SplitMix64).
+struct JitterGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
 /// `flush` and `retry`: takes due messages in FIFO order under a lease, records
 /// `sending` durably, delivers them in order, and records each outcome.
 ///
@@ -20,7 +33,7 @@ public final class Flusher {
         /// The deadline of each attempt.
         public var deadline = MsgDuration.seconds(3)
         /// Messages per batch (one claim commit, one outcome commit).
-        public var batchSize = 256
+        public var batchSize = 1024
         public init() {}
     }
 
@@ -63,7 +76,7 @@ public final class Flusher {
     public init(store: any Store, transport: any Transport, policy: RetryPolicy, options: Options,
                 faults: FaultPoints, writer: NDJSONWriter = NDJSONWriter(),
                 clock: @escaping () -> Timestamp = { Timestamp.now() },
-                unit: @escaping () -> Double = { Double.random(in: 0..<1) }) {
+                unit: (() -> Double)? = nil) {
         self.store = store
         self.transport = transport
         self.policy = policy
@@ -71,7 +84,13 @@ public final class Flusher {
         self.faults = faults
         self.writer = writer
         self.clock = clock
-        self.unit = unit
+        if let unit {
+            self.unit = unit
+        } else {
+            // Jitter needs no cryptographic randomness: one seed, then a fast generator.
+            var rng = JitterGenerator(seed: UInt64.random(in: 0...UInt64.max))
+            self.unit = { Double(rng.next() >> 11) / Double(1 << 53) }
+        }
     }
 
     /// Sends everything due now, batch by batch. - Throws: store errors.
@@ -106,10 +125,10 @@ public final class Flusher {
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
         let leaseLength = MsgDuration(milliseconds: max(60_000, options.deadline.milliseconds * Int64(limit) * 2))
-        let attempted = self.attempted
         let faults = self.faults
+        // Read `attempted` in place: a local copy would be copied in full by the inserts below.
         let claimed = try store.claim(query, limit: limit) { (m) throws(MsgError) -> Message? in
-            guard !attempted.contains(m.id) else { return nil }
+            guard !self.attempted.contains(m.id) else { return nil }
             var x = m
             try x.transition(to: .sending, event: "attempt", at: now)
             x.lease = Owner.lease(now: now, duration: leaseLength)
@@ -135,13 +154,18 @@ public final class Flusher {
         faults.pass(.afterSent, count: claimed.count)
 
         writer.flushEveryLine = false
+        var line: [UInt8] = []
         for (change, ok) in zip(changes, applied) where ok {
             switch change.message.status {
             case .sent, .delivered: summary.sent += 1
             case .dead: summary.dead += 1
             default: summary.deferred += 1
             }
-            try writer.write(change.message, includeHistory: false)
+            // The record as just stored, without history, from the same encoding.
+            line.removeAll(keepingCapacity: true)
+            line.append(contentsOf: change.record.json[..<change.record.historyOffset])
+            line.append(UInt8(ascii: "}"))
+            try writer.writeRaw(line)
         }
         try writer.finish()
         return claimed.count

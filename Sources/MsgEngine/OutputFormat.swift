@@ -94,33 +94,52 @@ public final class RecordFormatter {
         }
     }
 
-    private func csvRow(_ m: Message) -> String {
-        func json(_ body: (inout JSONWriter) -> Void) -> String {
-            var w = JSONWriter()
+    private func csvRow(_ m: Message) -> [UInt8] {
+        var row: [UInt8] = []
+        row.reserveCapacity(512)
+        var w = JSONWriter(capacity: 256)
+        func field(_ s: String, last: Bool = false) {
+            Self.appendCSVField(s, to: &row)
+            row.append(last ? 0x0D : UInt8(ascii: ","))
+            if last { row.append(0x0A) }
+        }
+        func jsonField(_ body: (inout JSONWriter) -> Void, last: Bool = false) {
+            w.bytes.removeAll(keepingCapacity: true)
             body(&w)
-            return String(decoding: w.bytes, as: UTF8.self)
+            field(String(decoding: w.bytes, as: UTF8.self), last: last)
         }
-        let headers = m.headers.isEmpty ? "" : json { w in
-            w.value(.object(m.headers.map { .init($0.key, .string($0.value)) }))
-        }
-        let history = includeHistory ? json { w in
-            w.raw("[")
-            for (i, e) in m.history.enumerated() {
-                if i > 0 { w.raw(",") }
-                e.write(to: &w)
+        field(m.id); field(m.status.rawValue); field(String(m.attempts)); field(m.to); field(m.from ?? ""); field(m.body)
+        if m.headers.isEmpty { field("") } else { jsonField { $0.value(.object(m.headers.map { .init($0.key, .string($0.value)) })) } }
+        field(m.createdAt.description); field(m.updatedAt.description)
+        field(m.notBefore?.description ?? ""); field(m.nextAttemptAt?.description ?? "")
+        field(m.lastError?.code ?? ""); field(m.lastError?.message ?? "")
+        if includeHistory { jsonField({ m.writeHistory(to: &$0) }, last: true) } else { field("", last: true) }
+        return row
+    }
+
+    /// Appends a CSV field, quoted when it holds a comma, quote, CR or LF (RFC 4180).
+    static func appendCSVField(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { utf8 in
+            let needsQuotes = utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
+            guard needsQuotes else {
+                out.append(contentsOf: utf8)
+                return
             }
-            w.raw("]")
-        } : ""
-        let fields = [m.id, m.status.rawValue, String(m.attempts), m.to, m.from ?? "", m.body, headers,
-                      m.createdAt.description, m.updatedAt.description, m.notBefore?.description ?? "",
-                      m.nextAttemptAt?.description ?? "", m.lastError?.code ?? "", m.lastError?.message ?? "", history]
-        return fields.map(Self.csvField).joined(separator: ",") + "\r\n"
+            out.append(UInt8(ascii: "\""))
+            for byte in utf8 {
+                out.append(byte)
+                if byte == UInt8(ascii: "\"") { out.append(byte) }
+            }
+            out.append(UInt8(ascii: "\""))
+        }
     }
 
     /// Quotes a CSV field when it holds a comma, quote, CR or LF (RFC 4180).
     public static func csvField(_ s: String) -> String {
-        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
-        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        var out: [UInt8] = []
+        appendCSVField(s, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static let widths = [36, 9, 3, 24, 20, 0]

@@ -20,6 +20,7 @@ public struct Recoverer {
         }
     }
 
+    private static let idPrefix = Array(#"{"id":""#.utf8)
     private let store: any Store
     private let transport: any Transport
     private let staleAfter: MsgDuration
@@ -40,12 +41,27 @@ public struct Recoverer {
         let query = Query(statuses: [.sending], updatedBy: Timestamp(milliseconds: now.milliseconds - staleAfter.milliseconds))
         var summary = Summary()
         let transport = self.transport
+        // Ask the transport about every candidate in one pass, before taking the
+        // store's write lock; a message that became a candidate since is asked alone.
+        // Ids are read from the stored text (msg always writes `id` first) without
+        // decoding; liveness is checked by the claim below.
+        var candidates: [String] = []
+        try store.listJSON(query, includeHistory: false) { (json) throws(MsgError) -> Bool in
+            if json.count >= 43, json.starts(with: Self.idPrefix) {
+                candidates.append(String(decoding: UnsafeBufferPointer(rebasing: json[7..<43]), as: UTF8.self))
+            }
+            return true
+        }
+        var known: [String: Bool] = [:]
+        for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
         var decided: [Message] = []
         _ = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
             if let lease = m.lease, Owner.isAlive(lease, now: now) { return nil }
             var x = m
             x.lease = nil
-            if try transport.lookup(m.id) == true {
+            var delivered = false
+            if let answer = known[m.id] { delivered = answer } else { delivered = try transport.lookup(m.id) ?? false }
+            if delivered {
                 try x.transition(to: .sent, event: "recovered", at: now)
                 summary.markedSent += 1
             } else {

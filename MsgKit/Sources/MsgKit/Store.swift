@@ -97,13 +97,19 @@ public struct AddResult: Sendable, Equatable {
 
 /// A compare-and-set replacement of one record.
 public struct Change: Sendable, Equatable {
-    /// The new record (its id names the record to replace).
-    public var message: Message
+    /// The new record, encoded (its id names the record to replace).
+    public var record: EncodedMessage
     /// The status the stored record must have for the change to apply.
     public var expected: Status
-    /// Makes a change.
+    /// The new record.
+    public var message: Message { record.message }
+    /// Makes a change, encoding `message`.
     public init(_ message: Message, expected: Status) {
-        self.message = message
+        self.init(EncodedMessage(message), expected: expected)
+    }
+    /// Makes a change from an already encoded record.
+    public init(_ record: EncodedMessage, expected: Status) {
+        self.record = record
         self.expected = expected
     }
 }

@@ -20,11 +20,25 @@ public protocol Transport: AnyObject {
     /// `recover` uses it to mark an in-doubt message sent instead of sending it again.
     /// - Throws: a delivery error class when the destination cannot be asked.
     func lookup(_ id: String) throws(MsgError) -> Bool?
+
+    /// ``lookup(_:)`` for many ids at once, answering as of one moment; a transport
+    /// that can list what it delivered does this in one pass.
+    /// - Returns: one answer per id, in order.
+    /// - Throws: a delivery error class when the destination cannot be asked.
+    func lookup(_ ids: [String]) throws(MsgError) -> [Bool?]
 }
 
 extension Transport {
     /// By default a transport cannot tell what it delivered.
     public func lookup(_ id: String) throws(MsgError) -> Bool? { nil }
+
+    /// By default, one ``lookup(_:)`` per id.
+    public func lookup(_ ids: [String]) throws(MsgError) -> [Bool?] {
+        var answers: [Bool?] = []
+        answers.reserveCapacity(ids.count)
+        for id in ids { answers.append(try lookup(id)) }
+        return answers
+    }
 }
 
 /// What happened to one message handed to a transport.
