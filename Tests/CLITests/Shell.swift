@@ -13,12 +13,18 @@ struct Run {
 let buildDirectory = PluginLoader.executableDirectory()!
 
 /// A private MSG_HOME for one test, with helpers to run `msg` pipelines in it.
-struct Sandbox {
+/// The directory is removed when the sandbox goes away.
+final class Sandbox {
     let home: String
 
     init() throws {
         home = NSTemporaryDirectory() + "msg-cli-" + UUID().uuidString.lowercased()
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        // A tmpfs test may leave a mount behind only inside its own namespace.
+        try? FileManager.default.removeItem(atPath: home)
     }
 
     /// Runs `script` with bash (`pipefail` off, so `PIPESTATUS` is available), `msg`
@@ -48,7 +54,7 @@ struct Sandbox {
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         if let stdin {
             let inPath = home + "/.in-\(UUID().uuidString)"
-            try stdin.write(toFile: inPath, atomically: false, encoding: .utf8)
+            _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
             p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
         } else {
             p.standardInput = FileHandle.nullDevice
@@ -63,7 +69,9 @@ struct Sandbox {
     /// Writes `text` to a file in the sandbox and returns its path.
     func file(_ name: String, _ text: String) throws -> String {
         let path = home + "/" + name
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
         return path
     }
 }
