@@ -1,0 +1,44 @@
+import Foundation
+import MsgKit
+import Testing
+
+@Suite struct WatchTests {
+    /// Reads `pipe` until it holds `count` complete lines.
+    func readLines(_ pipe: Pipe, count: Int) -> [String] {
+        var data = Data()
+        while data.filter({ $0 == 0x0A }).count < count {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            data += chunk
+        }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func watchSendsNewWorkAndStopsCleanlyOnSIGTERM() throws {
+        let s = try Sandbox()
+        _ = try s.sh("msg compose --to a --body first --enqueue")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+        p.arguments = ["flush", "--watch"]
+        p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
+        p.standardInput = FileHandle.nullDevice
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // What was queued before it started...
+        let first = readLines(out, count: 1)
+        #expect(try records(first.joined(separator: "\n")).map(\.body) == ["first"])
+        // ...and what is queued while it runs.
+        _ = try s.sh("msg compose --to a --body second --enqueue")
+        let second = readLines(out, count: 1)
+        #expect(try records(second.joined(separator: "\n")).map { "\($0.body) \($0.status)" } == ["second sent"])
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationReason == .exit && p.terminationStatus == 0)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(stderr == "msg: stopping (SIGTERM): 2 sent, 0 deferred, 0 dead\n")
+        #expect(try s.sh("msg queue count --status sent").out == "2\n")
+    }
+}
