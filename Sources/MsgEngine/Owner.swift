@@ -7,9 +7,9 @@ import MsgKit
 public enum Owner {
     /// This machine's host name.
     public static let host: String = {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        guard buffer.withUnsafeMutableBufferPointer({ gethostname($0.baseAddress, 255) }) == 0 else { return "localhost" }
-        return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
     /// A lease for this process, ending after `duration`.
