@@ -174,15 +174,17 @@ public final class JSONFileStore: Store {
         }
         let bytes = try readFrom(state.offset)
         guard !bytes.isEmpty else { return }
-        var next = state
         let consumed: Int
         do throws(StoreState.Damage) {
-            consumed = try next.apply(bytes)
+            // In place: a copy of the state would copy every record on each refresh.
+            consumed = try state.apply(bytes)
         } catch {
+            // Part of the lines were applied: forget them all, the next call reads afresh.
+            state = StoreState()
+            identity = (0, 0)
             if writer { throw try moveAside(line: error.line, reason: error.reason) }
             throw MsgError(.corrupt, "\(path) is damaged at line \(error.line) (\(error.reason)); the next msg command that writes will move it aside")
         }
-        state = next
         if consumed < bytes.count && writer {
             // A torn last line from a crashed writer: never acknowledged, cut it off.
             if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }

@@ -139,8 +139,14 @@ public final class Flusher {
         for m in claimed { self.attempted.insert(m.id) }
         faults.pass(.afterSending, count: claimed.count)
 
-        let outcomes = transport.deliver(claimed, deadline: options.deadline)
+        var outcomes = transport.deliver(claimed, deadline: options.deadline)
         faults.pass(.afterDelivery, count: claimed.count)
+        if outcomes.count < claimed.count {
+            // A transport that forgot some messages: they may or may not have gone out,
+            // so they fail retryably (and the transport's dedup by id keeps it once).
+            let missing = MsgError(.remote, "the transport reported no outcome for this message")
+            outcomes += Array(repeating: .failed(missing, retryAfter: nil), count: claimed.count - outcomes.count)
+        }
 
         let done = clock()
         var changes: [Change] = []
