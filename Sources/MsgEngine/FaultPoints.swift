@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import Synchronization
 
 /// Kills the process with SIGKILL at a named point, for crash tests.
 ///
@@ -10,7 +11,7 @@ import MsgKit
 /// `sending`, before it commits), `after-sending` (that transaction committed),
 /// `after-delivery` (the transport reported the batch delivered), `after-sent`
 /// (the outcome committed). Without the variable, every check is a no-op.
-public final class FaultPoints {
+public final class FaultPoints: Sendable {
     /// The points, in the order a message passes them.
     public enum Point: String, CaseIterable, Sendable {
         case beforeSending = "before-sending"
@@ -20,7 +21,7 @@ public final class FaultPoints {
     }
 
     private let armed: (point: Point, n: Int)?
-    private var passed: [Point: Int] = [:]
+    private let passed = Mutex<[Point: Int]>([:])
 
     /// Reads `MSG_FAULT`. - Throws: `config` when it is malformed.
     public init(environment: String? = SystemCalls.environment("MSG_FAULT")) throws(MsgError) {
@@ -35,8 +36,10 @@ public final class FaultPoints {
     /// Records that `count` messages passed `point`; dies if the armed one is among them.
     public func pass(_ point: Point, count: Int = 1) {
         guard let armed, armed.point == point, count > 0 else { return }
-        let before = passed[point, default: 0]
-        passed[point] = before + count
+        let before = passed.withLock { p in
+            defer { p[point, default: 0] += count }
+            return p[point, default: 0]
+        }
         if before < armed.n && before + count >= armed.n {
             kill(getpid(), SIGKILL)
         }

@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import MsgKit
 
 /// A fast generator for jitter (SplitMix64).
@@ -67,16 +69,16 @@ public final class Flusher {
     private let options: Options
     private let faults: FaultPoints
     private let writer: NDJSONWriter
-    private let clock: () -> Timestamp
-    private let unit: () -> Double
+    private let clock: @Sendable () -> Timestamp
+    private let unit: @Sendable () -> Double
     private var attempted: Set<String> = []
 
     /// A flusher; `clock` and `unit` (a random number in [0, 1), for jitter) are
     /// injected so tests control time.
     public init(store: any Store, transport: any Transport, policy: RetryPolicy, options: Options,
                 faults: FaultPoints, writer: NDJSONWriter = NDJSONWriter(),
-                clock: @escaping () -> Timestamp = { Timestamp.now() },
-                unit: (() -> Double)? = nil) {
+                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
+                unit: (@Sendable () -> Double)? = nil) {
         self.store = store
         self.transport = transport
         self.policy = policy
@@ -87,26 +89,85 @@ public final class Flusher {
         if let unit {
             self.unit = unit
         } else {
-            // Jitter needs no cryptographic randomness: one seed, then a fast generator.
-            var rng = JitterGenerator(seed: UInt64.random(in: 0...UInt64.max))
-            self.unit = { Double(rng.next() >> 11) / Double(1 << 53) }
+            // Jitter needs no cryptographic randomness: one seed, then a fast generator
+            // (behind a lock, as the delivery thread draws from it).
+            let rng = Mutex(JitterGenerator(seed: UInt64.random(in: 0...UInt64.max)))
+            self.unit = { rng.withLock { Double($0.next() >> 11) / Double(1 << 53) } }
         }
     }
 
     /// Sends everything due now, batch by batch. - Throws: store errors.
+    ///
+    /// Two threads share the work, so the store and the transport run at once: this
+    /// one claims batch N+1 (recording it `sending`) while a delivery thread hands
+    /// batch N to the transport and works out its outcomes; this one then records
+    /// them. Every batch is still recorded `sending` before its delivery starts, and
+    /// batches are delivered one after another, in order, by the one thread that ever
+    /// touches the transport.
     public func run() throws(MsgError) -> Summary {
         attempted = []
         var summary = Summary()
         var remaining = options.limit ?? Int.max
-        while remaining > 0 {
-            let batch = try flushBatch(limit: min(options.batchSize, remaining), into: &summary)
-            if batch == 0 { break }
-            remaining -= batch
+        let toDeliver = Channel<[Message]?>(capacity: 1)
+        let delivered = Channel<[Change]>(capacity: 1)
+        startDeliveryThread(toDeliver, delivered)
+        defer { toDeliver.send(nil) }
+        var inFlight = 0
+        var exhausted = false
+        while true {
+            if !exhausted && inFlight < 2 && remaining > 0 {
+                let claimed = try claimBatch(limit: min(options.batchSize, remaining))
+                if claimed.isEmpty {
+                    exhausted = true
+                } else {
+                    remaining -= claimed.count
+                    toDeliver.send(claimed)
+                    inFlight += 1
+                    continue
+                }
+            }
+            if inFlight == 0 { break }
+            let changes = delivered.receive()
+            inFlight -= 1
+            try record(changes, into: &summary)
         }
         if let targets = options.targets {
             summary.skipped = targets.count - targets.filter(attempted.contains).count
         }
         return summary
+    }
+
+    /// The delivery thread: takes claimed batches in order until nil, delivers each
+    /// and hands back the changes that record the outcomes.
+    private func startDeliveryThread(_ input: Channel<[Message]?>, _ output: Channel<[Change]>) {
+        // The transport is not Sendable: from here on only the delivery thread uses it.
+        let transport = UnsafeTransfer(self.transport)
+        let (policy, faults, clock, unit, deadline) = (self.policy, self.faults, self.clock, self.unit, options.deadline)
+        DispatchQueue(label: "msg.delivery").async {
+            while let batch = input.receive() {
+                var outcomes = transport.value.deliver(batch, deadline: deadline)
+                faults.pass(.afterDelivery, count: batch.count)
+                if outcomes.count < batch.count {
+                    // A transport that forgot some messages: they may or may not have gone
+                    // out, so they fail retryably (the transport's dedup by id keeps it once).
+                    let missing = MsgError(.remote, "the transport reported no outcome for this message")
+                    outcomes += Array(repeating: .failed(missing, retryAfter: nil), count: batch.count - outcomes.count)
+                }
+                let done = clock()
+                var changes: [Change] = []
+                changes.reserveCapacity(batch.count)
+                for (m, outcome) in zip(batch, outcomes) {
+                    var x = m
+                    do throws(MsgError) {
+                        try policy.apply(outcome, to: &x, now: done, unit: unit())
+                    } catch {
+                        continue  // not sending any more: nothing to record (cannot happen)
+                    }
+                    changes.append(Change(x, expected: .sending))
+                }
+                output.send(changes)
+            }
+        }
     }
 
     /// The earliest time a message this command takes becomes due, if any is waiting.
@@ -120,45 +181,35 @@ public final class Flusher {
         return earliest
     }
 
-    private func flushBatch(limit: Int, into summary: inout Summary) throws(MsgError) -> Int {
+    /// Takes up to `limit` due messages, recording them `sending` in one commit.
+    private func claimBatch(limit: Int) throws(MsgError) -> [Message] {
         let now = clock()
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
         let leaseLength = MsgDuration(milliseconds: max(60_000, options.deadline.milliseconds * Int64(limit) * 2))
         let faults = self.faults
-        // Read `attempted` in place: a local copy would be copied in full by the inserts below.
+        // An attempt ends sent, delivered, failed or dead: only when `failed` is among the
+        // statuses taken (retry) could one run pick a message up twice, so only then is
+        // each message remembered. Read in place: a local copy would be copied in full
+        // by the inserts below.
+        let remember = options.statuses.contains(.failed) || options.targets != nil
         let claimed = try store.claim(query, limit: limit) { (m) throws(MsgError) -> Message? in
-            guard !self.attempted.contains(m.id) else { return nil }
+            guard !remember || !self.attempted.contains(m.id) else { return nil }
             var x = m
             try x.transition(to: .sending, event: "attempt", at: now)
             x.lease = Owner.lease(now: now, duration: leaseLength)
             faults.pass(.beforeSending)
             return x
         }
-        guard !claimed.isEmpty else { return 0 }
-        for m in claimed { self.attempted.insert(m.id) }
-        faults.pass(.afterSending, count: claimed.count)
+        if remember { for m in claimed { self.attempted.insert(m.id) } }
+        if !claimed.isEmpty { faults.pass(.afterSending, count: claimed.count) }
+        return claimed
+    }
 
-        var outcomes = transport.deliver(claimed, deadline: options.deadline)
-        faults.pass(.afterDelivery, count: claimed.count)
-        if outcomes.count < claimed.count {
-            // A transport that forgot some messages: they may or may not have gone out,
-            // so they fail retryably (and the transport's dedup by id keeps it once).
-            let missing = MsgError(.remote, "the transport reported no outcome for this message")
-            outcomes += Array(repeating: .failed(missing, retryAfter: nil), count: claimed.count - outcomes.count)
-        }
-
-        let done = clock()
-        var changes: [Change] = []
-        changes.reserveCapacity(claimed.count)
-        for (m, outcome) in zip(claimed, outcomes) {
-            var x = m
-            try policy.apply(outcome, to: &x, now: done, unit: unit())
-            changes.append(Change(x, expected: .sending))
-        }
+    /// Records the outcomes of one batch in one commit and prints the records.
+    private func record(_ changes: [Change], into summary: inout Summary) throws(MsgError) {
         let applied = try store.update(changes)
-        faults.pass(.afterSent, count: claimed.count)
-
+        faults.pass(.afterSent, count: changes.count)
         writer.flushEveryLine = false
         var line: [UInt8] = []
         for (change, ok) in zip(changes, applied) where ok {
@@ -174,6 +225,13 @@ public final class Flusher {
             try writer.writeRaw(line)
         }
         try writer.finish()
-        return claimed.count
     }
+}
+
+/// Carries a value that is not Sendable to the one thread that will use it from
+/// then on. Safe only when the sender stops using it, as the flusher does with its
+/// transport once the delivery thread starts.
+struct UnsafeTransfer<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -49,11 +49,17 @@ import Testing
         try fiveHundred(s)
         let killed = try s.sh("MSG_FAULT=\(point):250 msg flush --batch 64 > /dev/null; echo $?")
         #expect(killed.out == "137\n", "\(point): the flush was not killed: \(killed.out) \(killed.err)")
-        let sending = try s.sh("msg queue count --status sending").out
+        // Batches of 64: message 250 is in the fourth. While one batch is delivered the
+        // next is already claimed, so the batch before the kill may still be sending.
+        let counts = try s.sh("msg queue count --status queued; msg queue count --status sending; msg queue count --status sent").lines.compactMap { Int($0) }
+        let (queued, sending, sent) = (counts[0], counts[1], counts[2])
         switch point {
-        case "before-sending": #expect(sending == "0\n", "the killed transaction must not be visible")
-        case "after-sent": #expect(sending == "0\n", "the outcomes were committed before the kill")
-        default: #expect(sending != "0\n", "\(point): the killed batch should be left sending")
+        case "before-sending":
+            #expect(500 - queued == 192, "the killed claim of the fourth batch must leave no trace: \(counts)")
+        case "after-sent":
+            #expect(sent >= 256, "the fourth batch's outcomes were committed before the kill: \(counts)")
+        default:
+            #expect(sending >= 64, "\(point): the killed batch is left sending: \(counts)")
         }
         try consume(s)
         let r = try s.sh("msg recover --stale-after 0s > /dev/null; msg flush > /dev/null; echo $?; msg recover --stale-after 0s")

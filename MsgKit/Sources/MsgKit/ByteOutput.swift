@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import Synchronization
 
 /// A buffered writer to a file descriptor (standard output by default).
 ///
@@ -25,10 +26,18 @@ public final class ByteOutput {
     /// Appends bytes.
     public func write(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
 
+    /// Serializes writes to file descriptors across threads. Callers flush whole
+    /// lines only, so with this lock two writers to one descriptor (flush's echo and a
+    /// transport printing what it delivers) never interleave inside a line, even when a
+    /// pipe splits a large write. A lock, not state: it guards no value.
+    private static let writeLock = Mutex(())
+
     /// Writes out what is buffered. - Throws: `MsgError.storeIO` (exit 74) when the write fails.
     public func flush() throws(MsgError) {
         guard !buffer.isEmpty else { return }
-        try SystemCalls.writeAll(fd, buffer, code: .storeIO, what: name)
+        try Self.writeLock.withLock { (_) throws(MsgError) in
+            try SystemCalls.writeAll(fd, buffer, code: .storeIO, what: name)
+        }
         buffer.removeAll(keepingCapacity: true)
     }
 
