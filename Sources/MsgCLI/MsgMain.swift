@@ -10,7 +10,21 @@ import MsgKit
 public enum MsgMain {
     /// Runs msg with the process's arguments and exits.
     public static func run() -> Never {
+        openStandardDescriptors()
         exit(run(arguments: Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Points standard input, output and error at /dev/null when they are closed (cron,
+    /// CI, `<&-`). Otherwise the store's first open() would get descriptor 0 and be
+    /// read as input, or get 1 and receive records.
+    static func openStandardDescriptors() {
+        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 {
+            let null = open("/dev/null", O_RDWR)
+            if null >= 0 && null != fd {
+                dup2(null, fd)
+                close(null)
+            }
+        }
     }
 
     /// Runs msg with `arguments` and returns the exit status.

@@ -61,6 +61,8 @@ public struct NDJSONReader: Sendable {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
+                // A closed descriptor (cron or CI with no stdin at all) is no input.
+                if errno == EBADF { atEnd = true; break }
                 throw SystemCalls.error(.badInput, "cannot read standard input")
             }
             if n == 0 {
