@@ -73,6 +73,15 @@ final class SQLiteDatabase {
         return s.int64(0)
     }
 
+    /// A text from a one-row query such as `PRAGMA journal_mode`.
+    func text(_ sql: String) throws(MsgError) -> String? {
+        let s = try statement(sql)
+        defer { s.reset() }
+        guard try s.step() else { return nil }
+        let bytes = s.bytes(0)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Rows changed by the last statement.
     var changes: Int32 { sqlite3_changes(handle) }
 

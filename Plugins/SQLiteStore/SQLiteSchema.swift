@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import CSQLite
 import MsgKit
 
 /// The store's schema and its migrations, versioned by `PRAGMA user_version`.
@@ -30,6 +34,25 @@ enum SQLiteSchema {
         """,
     ]
 
+    /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and
+    /// SQLite does not wait for it, so when several processes create one store at
+    /// once, all but one are told "busy": they wait and look again, and stop as soon
+    /// as another process has made the file WAL.
+    static func switchToWAL(_ db: SQLiteDatabase) throws(MsgError) {
+        var delay: UInt32 = 2_000
+        for attempt in 0... {
+            if try db.text("PRAGMA journal_mode") == "wal" { return }
+            do throws(MsgError) {
+                _ = try db.text("PRAGMA journal_mode=WAL")
+                return
+            } catch {
+                guard let sqlite = error.underlying as? SQLiteError, sqlite.primary == SQLITE_BUSY, attempt < 500 else { throw error }
+                usleep(delay)
+                delay = min(delay * 2, 50_000)
+            }
+        }
+    }
+
     /// Brings the database to ``current``, in one transaction per step.
     /// - Throws: `config` when the file was written by a newer msg; storage errors.
     static func migrate(_ db: SQLiteDatabase) throws(MsgError) {
@@ -38,9 +61,7 @@ enum SQLiteSchema {
         // 16 KiB pages: a quarter of the WAL frames (and write calls) of 4 KiB ones
         // for these ~400-byte rows, measured ~7% faster on `queue add`.
         try db.execute("PRAGMA page_size=16384", "setting the page size")
-        let wal = try db.statement("PRAGMA journal_mode=WAL")
-        _ = try wal.step("switching to WAL")
-        wal.reset()
+        try switchToWAL(db)
         try db.transaction("creating the schema") { () throws(MsgError) in
             // Read again under the write lock: another process may have migrated.
             let version = try db.integer("PRAGMA user_version")

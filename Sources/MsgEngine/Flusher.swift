@@ -140,12 +140,11 @@ public final class Flusher {
     /// The delivery thread: takes claimed batches in order until nil, delivers each
     /// and hands back the changes that record the outcomes.
     private func startDeliveryThread(_ input: Channel<[Message]?>, _ output: Channel<[Change]>) {
-        // The transport is not Sendable: from here on only the delivery thread uses it.
-        let transport = UnsafeTransfer(self.transport)
+        let transport = SerializedTransport(self.transport)
         let (policy, faults, clock, unit, deadline) = (self.policy, self.faults, self.clock, self.unit, options.deadline)
         DispatchQueue(label: "msg.delivery").async {
             while let batch = input.receive() {
-                var outcomes = transport.value.deliver(batch, deadline: deadline)
+                var outcomes = transport.deliver(batch, deadline: deadline)
                 faults.pass(.afterDelivery, count: batch.count)
                 if outcomes.count < batch.count {
                     // A transport that forgot some messages: they may or may not have gone
@@ -228,10 +227,18 @@ public final class Flusher {
     }
 }
 
-/// Carries a value that is not Sendable to the one thread that will use it from
-/// then on. Safe only when the sender stops using it, as the flusher does with its
-/// transport once the delivery thread starts.
-struct UnsafeTransfer<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+/// A transport that may be handed to another thread.
+///
+/// `@unchecked Sendable` is safe here because every use of the transport goes
+/// through `lock`, so no two threads ever run its methods at once (the flusher only
+/// uses it from its delivery thread, so the lock is never contended).
+final class SerializedTransport: @unchecked Sendable {
+    private let lock = Mutex(())
+    private let transport: any Transport
+
+    init(_ transport: any Transport) { self.transport = transport }
+
+    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+        lock.withLock { _ in transport.deliver(messages, deadline: deadline) }
+    }
 }

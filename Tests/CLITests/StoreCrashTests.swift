@@ -86,6 +86,24 @@ let twentyThousand: String = {
         #expect(r.lines == ["status 0", "20000", "20000", "0", "20000"], "\(r.out)\(r.err)")
     }
 
+    /// Eight processes create one new store at the same moment, twenty times: each
+    /// opens it cleanly (creating the schema and WAL mode is a race nobody loses).
+    @Test(arguments: storeKinds)
+    func manyProcessesCreatingOneStoreAllSucceed(kind: String) throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            fails=0
+            for round in $(seq 20); do
+              url="\(kind.replacingOccurrences(of: ":", with: ":$PWD/r"))$round"
+              pids=""
+              for i in 1 2 3 4 5 6 7 8; do msg queue count --store "$url" > /dev/null 2>> err & pids="$pids $!"; done
+              for p in $pids; do wait $p || fails=$((fails + 1)); done
+            done
+            echo "failures $fails"; cat err
+            """)
+        #expect(r.lines.first == "failures 0", "\(r.out)")
+    }
+
     /// A full disk, then a read-only one: a clear error, exit 74, nothing stored lost.
     /// Runs in a private mount namespace with a 1 MiB tmpfs.
     @Test(arguments: storeKinds)
