@@ -28,7 +28,7 @@ struct FlushCommand: ParsableCommand {
         options.limit = limit
         let flusher = Flusher(store: try session.store(), transport: try session.transport(), policy: try policy.policy(),
                               options: options, faults: try FaultPoints())
-        let summary = watch ? try Watcher().run(flusher) : try flusher.run()
+        let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }
         try finish(badLines > 0 ? 65 : summary.exitCode)
     }
@@ -63,7 +63,7 @@ struct RetryCommand: ParsableCommand {
         options.limit = limit
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(), transport: try session.transport(), policy: try policy.policy(),
-                                  options: options, faults: try FaultPoints()).run()
+                                  options: options, faults: try FaultPoints()).run(progress: Progress("retried"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
         try finish(badLines > 0 ? 65 : summary.exitCode)
     }

@@ -104,8 +104,9 @@ public final class Flusher {
     /// them. Every batch is still recorded `sending` before its delivery starts, and
     /// batches are delivered one after another, in order, by the one thread that ever
     /// touches the transport.
-    public func run() throws(MsgError) -> Summary {
+    public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         attempted = []
+        defer { progress?.finish() }
         var summary = Summary()
         var remaining = options.limit ?? Int.max
         let toDeliver = Channel<[Message]?>(capacity: 1)
@@ -130,6 +131,7 @@ public final class Flusher {
             let changes = delivered.receive()
             inFlight -= 1
             try record(changes, into: &summary)
+            progress?.update(summary.sent + summary.deferred + summary.dead)
         }
         if let targets = options.targets {
             summary.skipped = targets.count - targets.filter(attempted.contains).count
