@@ -27,8 +27,9 @@ enum ConfigFile {
         do throws(MsgError) {
             text = try readText(path)
         } catch {
-            if explicit == nil, case let errno as Errno = error.underlying, errno.rawValue == 2 { return [:] }
-            throw MsgError(.config, "cannot read config file \(path): \(error.message)")
+            let cause = error.underlying as? Errno
+            if explicit == nil, cause?.rawValue == ENOENT { return [:] }
+            throw MsgError(.config, "cannot read config file \(path): \(cause?.description ?? error.message)", underlying: cause)
         }
         var values: [String: String] = [:]
         for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
