@@ -1,5 +1,7 @@
 import CSQLite
+import Dispatch
 import MsgKit
+import Synchronization
 
 /// The `sqlite:PATH` store: the default. WAL with `synchronous=FULL`, so a
 /// committed batch survives power loss; `BEGIN IMMEDIATE` for every write, so
@@ -129,19 +131,62 @@ public final class SQLiteStore: Store {
                 let (sql, binder) = SQLiteQuery.select("record", unlimited)
                 let s = try db.statement(sql)
                 binder(s)
+                // Rows are read in chunks; decoding a chunk and encoding what was claimed
+                // are pure work, split over the cores. The transform and the writes stay
+                // on this thread, in FIFO order.
                 var taken: [(message: Message, expected: Status)] = []
-                while taken.count < limit, try s.step("claiming messages") {
-                    let m = try Self.decode(s.bytes(0))
-                    if let changed = try transform(m) { taken.append((changed, m.status)) }
+                var more = true
+                while more && taken.count < limit {
+                    var rows: [[UInt8]] = []
+                    let want = limit - taken.count
+                    while rows.count < want {
+                        guard try s.step("claiming messages") else { more = false; break }
+                        rows.append(Array(s.bytes(0)))
+                    }
+                    for m in try Self.decodeAll(rows) {
+                        if taken.count == limit { more = false; break }
+                        if let changed = try transform(m) { taken.append((changed, m.status)) }
+                    }
                 }
                 s.reset()
                 // Inside the write transaction nobody else can change these rows, so
                 // every compare-and-set applies; checking keeps the result honest.
+                let encoded = Self.encodeAll(taken.map(\.message))
                 var claimed: [Message] = []
-                for (m, expected) in taken where try replace(EncodedMessage(m), expected: expected) { claimed.append(m) }
+                for (i, r) in encoded.enumerated() where try replace(r, expected: taken[i].expected) { claimed.append(r.message) }
                 return claimed
             }
         }
+    }
+
+    /// Decodes rows on all cores (in order). - Throws: `corrupt` for the first bad row.
+    static func decodeAll(_ rows: [[UInt8]]) throws(MsgError) -> [Message] {
+        let results = parallelMap(rows) { row -> Result<Message, MsgError> in
+            row.withUnsafeBufferPointer { b in
+                do throws(MsgError) { return .success(try decode(b)) } catch { return .failure(error) }
+            }
+        }
+        return try results.map { (r) throws(MsgError) -> Message in try r.get() }
+    }
+
+    /// Encodes records on all cores (in order).
+    static func encodeAll(_ messages: [Message]) -> [EncodedMessage] {
+        parallelMap(messages) { EncodedMessage($0) }
+    }
+
+    /// `items.map(transform)` split over the cores when there are enough items to pay
+    /// for it.
+    static func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
+        guard items.count >= 64 else { return items.map(transform) }
+        let parts = 2
+        let size = (items.count + parts - 1) / parts
+        let results = Mutex<[[R]]>(Array(repeating: [], count: parts))
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let slice = items[min(items.count, part * size)..<min(items.count, (part + 1) * size)]
+            let mapped = slice.map(transform)
+            results.withLock { $0[part] = mapped }
+        }
+        return results.withLock { $0.flatMap { $0 } }
     }
 
     // MARK: Rows
