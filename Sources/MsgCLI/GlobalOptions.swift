@@ -5,10 +5,10 @@ import MsgKit
 /// The options every command takes (DESIGN.md 5), also read from the environment
 /// and the config file.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The store URL, e.g. json:/path/queue.json (env MSG_STORE).", valueName: "url"))
+    @Option(help: ArgumentHelp("The store URL: sqlite:PATH (default $MSG_HOME/queue.sqlite) or json:PATH (env MSG_STORE).", valueName: "url"))
     var store: String?
 
-    @Option(help: ArgumentHelp("The transport URL, e.g. file:/path/outbox (env MSG_TRANSPORT).", valueName: "url"))
+    @Option(help: ArgumentHelp("The transport URL: file:DIR (default $MSG_HOME/outbox) or stdout: (env MSG_TRANSPORT).", valueName: "url"))
     var transport: String?
 
     @Option(name: .customLong("plugin-path"), help: ArgumentHelp("Directories searched first for plugins, colon-separated (env MSG_PLUGIN_PATH).", valueName: "dirs"))
