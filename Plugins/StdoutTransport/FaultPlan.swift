@@ -71,20 +71,7 @@ struct FaultPlan {
             h ^= UInt64(byte)
             h = h &* 0x100_0000_01B3
         }
-        var rng = SplitMix64(h ^ UInt64(m.attempts))
-        return Double(rng.next() >> 11) / Double(1 << 53)
-    }
-}
-
-/// SplitMix64, for reproducible draws.
-struct SplitMix64 {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        var rng = SplitMix64(seed: h ^ UInt64(m.attempts))
+        return rng.unit()
     }
 }

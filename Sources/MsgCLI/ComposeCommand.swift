@@ -25,9 +25,7 @@ struct ComposeCommand: ParsableCommand {
     @Flag(help: "Also store the records durably, then print them.") var enqueue = false
 
     func validate() throws {
-        for h in headers where !h.contains("=") || h.hasPrefix("=") {
-            throw ValidationError("--header needs key=value, got '\(h)'")
-        }
+        try HeaderArguments.validate(headers)
         if body == nil && Diagnostics.stdinIsTerminal {
             throw ValidationError("give --to and --body, or pipe drafts such as {\"to\":\"bob\",\"body\":\"hi\"} on stdin")
         }
@@ -39,11 +37,7 @@ struct ComposeCommand: ParsableCommand {
 
     func run() throws {
         let session = try global.session()
-        let pairs = headers.map { h -> (key: String, value: String) in
-            let eq = h.firstIndex(of: "=")!
-            return (String(h[..<eq]), String(h[h.index(after: eq)...]))
-        }
-        let defaults = Drafts.Defaults(to: to, from: from, headers: pairs,
+        let defaults = Drafts.Defaults(to: to, from: from, headers: HeaderArguments.pairs(headers),
                                        notBefore: try notBefore.map { (t) throws(MsgError) in try TimeArgument.parse(t, future: true) })
         let store = enqueue ? try session.store() : nil
         try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError).run(to: to, body: body))

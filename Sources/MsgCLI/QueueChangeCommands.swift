@@ -2,8 +2,8 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// Runs a bulk change and prints the changed records.
-private func runChange(_ global: GlobalOptions, _ targets: TargetOptions,
+/// Runs a bulk change on the targeted messages and prints the changed records.
+func runChange(_ global: GlobalOptions, _ targets: TargetOptions,
                        _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
     let session = try global.session()
     let (ids, badLines) = try targets.resolve(required: true)

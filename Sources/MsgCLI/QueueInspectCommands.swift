@@ -27,20 +27,14 @@ struct QueueEditCommand: ParsableCommand {
     func validate() throws {
         if to == nil && body == nil && headers.isEmpty && removeHeaders.isEmpty { throw ValidationError("nothing to change: give --to, --body, --header or --remove-header") }
         if to == "" { throw ValidationError("--to must not be empty") }
-        for h in headers where !h.contains("=") || h.hasPrefix("=") { throw ValidationError("--header needs key=value, got '\(h)'") }
+        try HeaderArguments.validate(headers)
     }
 
     func run() throws {
-        let pairs = headers.map { h -> (key: String, value: String) in
-            let eq = h.firstIndex(of: "=")!
-            return (String(h[..<eq]), String(h[h.index(after: eq)...]))
+        let pairs = HeaderArguments.pairs(headers)
+        try runChange(global, targets) { (q, ids) throws(MsgError) in
+            try q.edit(ids, to: to, body: body, headers: pairs, removeHeaders: removeHeaders)
         }
-        let session = try global.session()
-        let (ids, badLines) = try targets.resolve(required: true)
-        let outcome = try QueueOperations(store: try session.store()).edit(ids ?? [], to: to, body: body, headers: pairs, removeHeaders: removeHeaders)
-        let writer = NDJSONWriter()
-        for m in outcome.changed { try writer.write(m, includeHistory: false) }
-        try finish(badLines > 0 ? 65 : outcome.exitCode)
     }
 }
 

@@ -2,19 +2,6 @@ import Dispatch
 import Synchronization
 import MsgKit
 
-/// A fast generator for jitter (SplitMix64).
-struct JitterGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// `flush` and `retry`: takes due messages in FIFO order under a lease, records
 /// `sending` durably, delivers them in order, and records each outcome.
 ///
@@ -91,8 +78,8 @@ public final class Flusher {
         } else {
             // Jitter needs no cryptographic randomness: one seed, then a fast generator
             // (behind a lock, as the delivery thread draws from it).
-            let rng = Mutex(JitterGenerator(seed: UInt64.random(in: 0...UInt64.max)))
-            self.unit = { rng.withLock { Double($0.next() >> 11) / Double(1 << 53) } }
+            let rng = Mutex(SplitMix64(seed: UInt64.random(in: 0...UInt64.max)))
+            self.unit = { rng.withLock { $0.unit() } }
         }
     }
 
@@ -212,7 +199,6 @@ public final class Flusher {
         let applied = try store.update(changes)
         faults.pass(.afterSent, count: changes.count)
         writer.flushEveryLine = false
-        var line: [UInt8] = []
         for (change, ok) in zip(changes, applied) where ok {
             switch change.message.status {
             case .sent, .delivered: summary.sent += 1
@@ -220,10 +206,7 @@ public final class Flusher {
             default: summary.deferred += 1
             }
             // The record as just stored, without history, from the same encoding.
-            line.removeAll(keepingCapacity: true)
-            line.append(contentsOf: change.record.json[..<change.record.historyOffset])
-            line.append(UInt8(ascii: "}"))
-            try writer.writeRaw(line)
+            try writer.writeRaw(change.record.jsonWithoutHistory)
         }
         try writer.finish()
     }

@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func randomStreamsSplitTheSameWhateverTheChunks() throws {
-        var rng = SplitMix(seed: 11)
+        var rng = SplitMix64(seed: 11)
         let alphabet = bytes("{}\"ab \r\n\n\u{e9}") + [0xFF]
         for _ in 0..<200 {
             let input = (0..<Int(rng.next() % 200)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }

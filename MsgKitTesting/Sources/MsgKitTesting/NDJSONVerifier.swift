@@ -21,7 +21,7 @@ public enum NDJSONVerifier {
         let whole = events(input, chunks: [input.count], maxLineLength: maxLineLength)
         var scenarios: [(String, [Int])] = [("byte by byte", Array(repeating: 1, count: input.count))]
         for seed in seeds {
-            var rng = SplitMix(seed: seed)
+            var rng = SplitMix64(seed: seed)
             var sizes: [Int] = []
             var left = input.count
             while left > 0 {
@@ -50,19 +50,5 @@ public enum NDJSONVerifier {
         }
         splitter.finish { out.append($0) }
         return out
-    }
-}
-
-/// A small deterministic generator for reproducible chunkings and test data.
-public struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-    /// A generator from `seed`.
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
