@@ -19,11 +19,14 @@ let package = Package(
         .library(name: "StdoutTransport", type: .dynamic, targets: ["StdoutTransport"]),
         .library(name: "SQLiteStore", type: .dynamic, targets: ["SQLiteStore"]),
         .library(name: "FileDropTransport", type: .dynamic, targets: ["FileDropTransport"]),
+        .library(name: "TCPTransport", type: .dynamic, targets: ["TCPTransport"]),
     ],
     dependencies: [
         .package(path: "MsgKit"),
         .package(path: "MsgKitTesting"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Only the tcp: plugin links SwiftNIO, so msg itself starts without it.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .executableTarget(name: "msg", dependencies: ["MsgCLI"], linkerSettings: executableRpath),
@@ -35,6 +38,9 @@ let package = Package(
         plugin("StdoutTransport"),
         plugin("SQLiteStore", dependencies: ["CSQLite"]),
         plugin("FileDropTransport"),
+        plugin("TCPTransport", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),

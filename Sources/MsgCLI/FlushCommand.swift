@@ -29,6 +29,7 @@ struct FlushCommand: ParsableCommand {
         let flusher = Flusher(store: try session.store(), transport: try session.transport(), policy: try policy.policy(),
                               options: options, faults: try FaultPoints())
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
+        if !watch, let line = summary.failureLine { Diagnostics.say(line) }
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }
         try finish(badLines > 0 ? 65 : summary.exitCode)
     }
@@ -64,6 +65,7 @@ struct RetryCommand: ParsableCommand {
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(), transport: try session.transport(), policy: try policy.policy(),
                                   options: options, faults: try FaultPoints()).run(progress: Progress("retried"))
+        if let line = summary.failureLine { Diagnostics.say(line) }
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
         try finish(badLines > 0 ? 65 : summary.exitCode)
     }

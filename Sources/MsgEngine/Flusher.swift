@@ -33,6 +33,8 @@ public final class Flusher {
         public var dead = 0
         /// Targets that were not in a status this command takes.
         public var skipped = 0
+        /// The error of the last message deferred or dead, for the one-line summary.
+        public var lastFailure: Message.Failure?
 
         public init(sent: Int = 0, deferred: Int = 0, dead: Int = 0, skipped: Int = 0) {
             self.sent = sent
@@ -40,6 +42,11 @@ public final class Flusher {
             self.dead = dead
             self.skipped = skipped
         }
+        /// Equal counts (the last error is only for display).
+        public static func == (a: Summary, b: Summary) -> Bool {
+            (a.sent, a.deferred, a.dead, a.skipped) == (b.sent, b.deferred, b.dead, b.skipped)
+        }
+
         /// 1 when a message became dead, else 75 when one was deferred, else 0.
         public var exitCode: Int32 { dead > 0 ? 1 : deferred > 0 ? 75 : 0 }
 
@@ -47,6 +54,15 @@ public final class Flusher {
             sent += other.sent
             deferred += other.deferred
             dead += other.dead
+            lastFailure = other.lastFailure ?? lastFailure
+        }
+
+        /// What a user reads on stderr when not everything went out, e.g.
+        /// `3 sent, 5 deferred, 0 dead; last error: unreachable: cannot connect …`; nil when all did.
+        public var failureLine: String? {
+            guard deferred + dead > 0 else { return nil }
+            let last = lastFailure.map { "; last error: \($0.code): \($0.message)" } ?? ""
+            return "\(sent) sent, \(deferred) deferred for a later retry, \(dead) dead\(last)"
         }
     }
 
@@ -202,8 +218,12 @@ public final class Flusher {
         for (change, ok) in zip(changes, applied) where ok {
             switch change.message.status {
             case .sent, .delivered: summary.sent += 1
-            case .dead: summary.dead += 1
-            default: summary.deferred += 1
+            case .dead:
+                summary.dead += 1
+                summary.lastFailure = change.message.lastError
+            default:
+                summary.deferred += 1
+                summary.lastFailure = change.message.lastError
             }
             // The record as just stored, without history, from the same encoding.
             try writer.writeRaw(change.record.jsonWithoutHistory)

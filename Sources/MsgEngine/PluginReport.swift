@@ -19,7 +19,7 @@ public struct PluginReport {
         var rows: [Row] = []
         for e in entries {
             if let i = rows.firstIndex(where: { $0.path == e.path && $0.name == e.plugin }) {
-                rows[i].schemes.append(e.scheme)
+                if !rows[i].schemes.contains(e.scheme) { rows[i].schemes.append(e.scheme) }
                 if !rows[i].kind.split(separator: ",").contains(Substring(e.kind.rawValue)) { rows[i].kind += ",\(e.kind.rawValue)" }
             } else {
                 rows.append(Row(name: e.plugin, kind: e.kind.rawValue, schemes: [e.scheme], version: e.version, path: e.path))

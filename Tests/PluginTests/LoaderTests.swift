@@ -77,13 +77,19 @@ import Testing
     }
 
     @Test func stdoutTransportPassesConformance() throws {
-        try TransportConformance.run {
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let faults = TransportFaults(
+            failing: { code in try loader.openTransport("stdout:?fd=\(devNull)&fail=1&error=\(code.name)") },
+            slow: { latency in try loader.openTransport("stdout:?fd=\(devNull)&latency=\(latency)") })
+        try TransportConformance.run(faults: faults) {
             var fds: [Int32] = [0, 0]
             _ = pipe(&fds)
             _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
             let transport = try loader.openTransport("stdout:?fd=\(fds[1])")
             var seen: [String: Int] = [:]
-            return (transport, {
+            // The mock's destination is its own process: after a "crash" it is the same one.
+            return TransportUnderTest(transport: transport, deliveries: {
                 var buffer = [UInt8](repeating: 0, count: 1 << 16)
                 var bytes: [UInt8] = []
                 while true {
@@ -96,7 +102,7 @@ import Testing
                     seen[m.id, default: 0] += 1
                 }
                 return seen
-            })
+            }, reopen: { transport })
         }
     }
 }

@@ -17,7 +17,8 @@ import Testing
     @Test func passesTransportConformance() throws {
         try TransportConformance.run {
             let dir = temporaryDirectory() + "/drop"
-            return (try loader.openTransport("file:\(dir)"), { dropped(dir) })
+            return TransportUnderTest(transport: try loader.openTransport("file:\(dir)"), deliveries: { dropped(dir) },
+                                      reopen: { try loader.openTransport("file:\(dir)") })
         }
     }
 

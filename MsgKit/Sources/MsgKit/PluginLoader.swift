@@ -60,6 +60,15 @@ public struct PluginLoader: Sendable {
         return try factory(parsed)
     }
 
+    /// Makes the listener named by `url` (`tcp://127.0.0.1:7000`). - Throws: as ``openStore(_:)``.
+    public func openListener(_ url: String, context: ListenerContext) throws(MsgError) -> any Listener {
+        let parsed = try PluginURL(url)
+        guard let factory = try resolve(parsed.scheme, kind: .listener, lookup: registry.listenerFactory) else {
+            throw unknownScheme(parsed.scheme, kind: .listener)
+        }
+        return try factory(parsed, context)
+    }
+
     private func resolve<F>(_ scheme: String, kind: PluginRegistry.Kind, lookup: (String) -> F?) throws(MsgError) -> F? {
         if let f = lookup(scheme) { return f }
         if let name = Self.bundled[scheme], let path = find(library: name) {

@@ -17,11 +17,12 @@ public final class PluginRegistrar {
     /// part of this ABI. Bump it (and ``compiledABIVersion``) whenever a public type
     /// gains, loses or reorders a stored property or a protocol requirement, or a
     /// plugin built earlier will misread memory instead of being refused.
-    public static let abiVersion: UInt32 = 1
+    /// Version 2 added listeners (``listener(scheme:_:)``).
+    public static let abiVersion: UInt32 = 2
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 1 }
+    @inlinable public static var compiledABIVersion: UInt32 { 2 }
 
     let path: String
     var plugin = ""
@@ -32,12 +33,17 @@ public final class PluginRegistrar {
 
     /// Registers a store factory for `scheme`.
     public func store(scheme: String, _ factory: @escaping PluginRegistry.StoreFactory) {
-        registered.append(.init(plugin: plugin, version: version, path: path, kind: .store, scheme: scheme, store: factory, transport: nil))
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .store, scheme: scheme, store: factory, transport: nil, listener: nil))
     }
 
     /// Registers a transport factory for `scheme`.
     public func transport(scheme: String, _ factory: @escaping PluginRegistry.TransportFactory) {
-        registered.append(.init(plugin: plugin, version: version, path: path, kind: .transport, scheme: scheme, store: nil, transport: factory))
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .transport, scheme: scheme, store: nil, transport: factory, listener: nil))
+    }
+
+    /// Registers a listener factory for `scheme` (what `msg listen SCHEME://…` runs).
+    public func listener(scheme: String, _ factory: @escaping PluginRegistry.ListenerFactory) {
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .listener, scheme: scheme, store: nil, transport: nil, listener: factory))
     }
 
     /// The body of a plugin's `msg_plugin_register`: checks the ABI version, then lets

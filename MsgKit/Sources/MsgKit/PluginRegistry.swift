@@ -13,10 +13,12 @@ public final class PluginRegistry: Sendable {
     public typealias StoreFactory = @Sendable (PluginURL) throws(MsgError) -> any Store
     /// Makes a transport for a URL. - Throws: `MsgError` (`config`, `unavailable`…).
     public typealias TransportFactory = @Sendable (PluginURL) throws(MsgError) -> any Transport
+    /// Makes a listener for a URL. - Throws: `MsgError` (`config`, `unavailable`…).
+    public typealias ListenerFactory = @Sendable (PluginURL, ListenerContext) throws(MsgError) -> any Listener
 
     /// What a plugin is for.
     public enum Kind: String, Sendable {
-        case store, transport
+        case store, transport, listener
     }
 
     /// One registered scheme.
@@ -27,12 +29,13 @@ public final class PluginRegistry: Sendable {
         public let version: String
         /// Where it was loaded from (empty when built in).
         public let path: String
-        /// Store or transport.
+        /// Store, transport or listener.
         public let kind: Kind
         /// The URL scheme (`json`).
         public let scheme: String
         let store: StoreFactory?
         let transport: TransportFactory?
+        let listener: ListenerFactory?
     }
 
     private struct State {
@@ -77,6 +80,11 @@ public final class PluginRegistry: Sendable {
         state.withLock { $0.entries["transport:\(scheme)"]?.transport }
     }
 
+    /// The listener factory for `scheme`, if registered.
+    public func listenerFactory(_ scheme: String) -> ListenerFactory? {
+        state.withLock { $0.entries["listener:\(scheme)"]?.listener }
+    }
+
     /// Records that the file at `path` has been loaded; false when it already was.
     func markLoaded(_ path: String) -> Bool {
         state.withLock { $0.loadedPaths.insert(path).inserted }
@@ -84,11 +92,11 @@ public final class PluginRegistry: Sendable {
 
     /// Registers a factory directly (a plugin built into a test, say).
     public func registerStore(scheme: String, plugin: String, version: String = "0", factory: @escaping StoreFactory) {
-        add(Entry(plugin: plugin, version: version, path: "", kind: .store, scheme: scheme, store: factory, transport: nil))
+        add(Entry(plugin: plugin, version: version, path: "", kind: .store, scheme: scheme, store: factory, transport: nil, listener: nil))
     }
 
     /// Registers a transport factory directly.
     public func registerTransport(scheme: String, plugin: String, version: String = "0", factory: @escaping TransportFactory) {
-        add(Entry(plugin: plugin, version: version, path: "", kind: .transport, scheme: scheme, store: nil, transport: factory))
+        add(Entry(plugin: plugin, version: version, path: "", kind: .transport, scheme: scheme, store: nil, transport: factory, listener: nil))
     }
 }

@@ -1,0 +1,42 @@
+/// Receives records from other hosts and delivers them into a local transport
+/// (`msg listen tcp://HOST:PORT --into file:DIR`, DESIGN.md 5).
+///
+/// ## Implementation requirements
+/// 1. **Acknowledge only what is durable.** A record is acked positively only after
+///    the sink transport reported it delivered; a sender that saw the ack may forget it.
+/// 2. **Deduplicate by id**, through the sink: an id already delivered is acked
+///    without a second delivery.
+/// 3. **Bounded by design.** A hostile peer (an endless line, garbage, a stalled
+///    reader) gets a negative ack or is disconnected; memory stays bounded.
+/// 4. **Stop cleanly.** ``stop()`` stops accepting, lets deliveries already handed to
+///    the sink finish and their acks go out, then closes every connection.
+public protocol Listener: AnyObject {
+    /// Starts accepting connections.
+    /// - Returns: the address actually bound, as a URL (`tcp://127.0.0.1:43121` for port 0).
+    /// - Throws: `unavailable` when the address cannot be bound.
+    func start() throws(MsgError) -> String
+
+    /// Stops accepting and closes every connection after the acks in flight; blocks until done.
+    func stop()
+}
+
+/// What a listener needs from the host besides its own URL.
+public struct ListenerContext {
+    /// Where received records are delivered. Only one thread at a time may use it.
+    public var sink: any Transport
+    /// The longest line accepted, in bytes; longer ones get a negative ack.
+    public var maxLineBytes: Int
+    /// The deadline of each delivery into the sink.
+    public var deadline: MsgDuration
+    /// Where the listener reports what a user should see (one line each, no newline).
+    public var report: @Sendable (String) -> Void
+
+    /// A context delivering into `sink`.
+    public init(sink: any Transport, maxLineBytes: Int = 1 << 20, deadline: MsgDuration = .seconds(3),
+                report: @escaping @Sendable (String) -> Void) {
+        self.sink = sink
+        self.maxLineBytes = maxLineBytes
+        self.deadline = deadline
+        self.report = report
+    }
+}

@@ -1,0 +1,60 @@
+import MsgKit
+
+/// A `tcp://HOST:PORT?…` URL, read for either side.
+///
+/// Parameters: `token` (both sides), `window` (records in flight, client, default
+/// 64), `connect_timeout` (client, default 3s).
+struct TCPAddress: Sendable {
+    var host: String
+    var port: Int
+    var token: String?
+    var window = 64
+    var connectTimeout = MsgDuration.seconds(3)
+
+    /// - Throws: `config` naming what is wrong.
+    init(_ url: PluginURL, listening: Bool) throws(MsgError) {
+        guard let authority = url.authority, !authority.isEmpty, url.path.isEmpty || url.path == "/" else {
+            throw MsgError(.config, "'\(url.text)' is not a TCP address; write tcp://HOST:PORT, e.g. tcp://127.0.0.1:7000")
+        }
+        let hostPart: Substring, portPart: Substring
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw MsgError(.config, "'\(url.text)' has no port; write tcp://[::1]:7000") }
+            portPart = rest.dropFirst()
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portPart = authority[authority.index(after: colon)...]
+        } else {
+            throw MsgError(.config, "'\(url.text)' has no port; write tcp://\(authority):PORT")
+        }
+        guard !hostPart.isEmpty else { throw MsgError(.config, "'\(url.text)' has no host; write tcp://HOST:PORT") }
+        guard let port = Int(portPart), (listening ? 0 : 1)...65535 ~= port else {
+            throw MsgError(.config, "'\(url.text)': port '\(portPart)' is not a number from \(listening ? 0 : 1) to 65535")
+        }
+        host = String(hostPart)
+        self.port = port
+        for (name, value) in url.parameters {
+            switch name {
+            case "token":
+                guard !value.isEmpty else { throw MsgError(.config, "'\(url.text)': token must not be empty") }
+                token = value
+            case "window" where !listening:
+                guard let n = Int(value), (1...4096).contains(n) else {
+                    throw MsgError(.config, "'\(url.text)': window=\(value) is not a number from 1 to 4096")
+                }
+                window = n
+            case "connect_timeout" where !listening:
+                connectTimeout = try MsgDuration(parsing: value)
+            default:
+                let known = listening ? "token" : "token, window, connect_timeout"
+                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known)")
+            }
+        }
+    }
+
+    /// `tcp://HOST:PORT`, brackets around an IPv6 host, no parameters (never the token).
+    var display: String {
+        host.contains(":") ? "tcp://[\(host)]:\(port)" : "tcp://\(host):\(port)"
+    }
+}

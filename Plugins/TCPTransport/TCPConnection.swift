@@ -1,0 +1,72 @@
+import MsgKit
+import NIOCore
+import NIOPosix
+
+/// One client connection, used from a thread that is not its event loop: each
+/// request hops onto the loop and comes back as a future to wait on.
+final class TCPConnection {
+    private let channel: any Channel
+    private let handler: NIOLoopBound<ClientHandler>
+
+    /// Connects and says hello.
+    /// - Throws: `unreachable` when the receiver cannot be reached in time or refuses the token.
+    init(_ address: TCPAddress, group: any EventLoopGroup) throws(MsgError) {
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(.milliseconds(address.connectTimeout.milliseconds))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxBytes: 1 << 20)))
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler())
+                }
+            }
+        do {
+            channel = try bootstrap.connect(host: address.host, port: address.port).wait()
+            let channel = self.channel
+            handler = try channel.eventLoop.submit {
+                NIOLoopBound(try channel.pipeline.syncOperations.handler(type: ClientHandler.self), eventLoop: channel.eventLoop)
+            }.wait()
+        } catch {
+            throw MsgError(.unreachable, "cannot connect to \(address.display): \(Self.describe(error))")
+        }
+        let hello: Wire.Answer
+        do {
+            hello = try send(Wire.hello(token: address.token), deadline: address.connectTimeout).wait()
+        } catch {
+            close()
+            throw MsgError(.unreachable, "\(address.display) did not answer hello: \(Self.describe(error))")
+        }
+        guard case .hello(refused: nil) = hello else {
+            close()
+            if case .hello(refused: let refusal?) = hello {
+                throw MsgError(.unreachable, "\(address.display) refused the connection: \(refusal.message)")
+            }
+            throw MsgError(.unreachable, "\(address.display) does not speak the msg protocol (bad answer to hello)")
+        }
+    }
+
+    /// Sends one line; its answer's future fails with `timeout` past `deadline`.
+    func send(_ line: [UInt8], deadline: MsgDuration) -> EventLoopFuture<Wire.Answer> {
+        let handler = self.handler
+        let loop = channel.eventLoop
+        return loop.flatSubmit { handler.value.send(line, deadline: deadline, on: loop) }
+    }
+
+    func close() {
+        channel.close(promise: nil)
+    }
+
+    deinit { channel.close(promise: nil) }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let e as MsgError: return e.message
+        case let e as NIOConnectionError:
+            if let first = e.connectionErrors.first { return describe(first.error) }
+            return e.dnsAAAAError.map(describe) ?? e.dnsAError.map(describe) ?? "no address found for \(e.host)"
+        case let e as IOError: return SystemCalls.describe(e.errnoCode)
+        case ChannelError.connectTimeout(let t): return "no answer within \(t.nanoseconds / 1_000_000)ms"
+        default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import MsgKit
+import NIOCore
+import NIOPosix
+
+/// The `tcp://HOST:PORT` transport: sends records to a `msg listen` receiver over
+/// the NDJSON protocol of msg-tcp(7), keeping up to `window` records in flight.
+///
+/// A record is delivered when the receiver acks it, which it does only after its
+/// inbox made it durable. A lost connection or a missed deadline leaves the fate of
+/// the records in flight unknown: they fail retryably, the receiver deduplicates a
+/// resend by id, and ``lookup(_:)-(String)`` asks the receiver.
+public final class TCPTransport: Transport {
+    private let address: TCPAddress
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private var connection: TCPConnection?
+
+    /// - Throws: `config` for a URL that is not `tcp://HOST:PORT`.
+    public init(url: PluginURL) throws(MsgError) {
+        address = try TCPAddress(url, listening: false)
+    }
+
+    deinit {
+        connection?.close()
+        connection = nil
+        try? group.syncShutdownGracefully()
+    }
+
+    public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+        var outcomes: [DeliveryOutcome] = []
+        outcomes.reserveCapacity(messages.count)
+        let connection: TCPConnection
+        do throws(MsgError) { connection = try connected() } catch {
+            return messages.map { _ in .failed(error, retryAfter: nil) }
+        }
+        var inFlight = CircularBuffer<EventLoopFuture<Wire.Answer>>()
+        var next = 0
+        var broken: MsgError?
+        while outcomes.count < next || next < messages.count && broken == nil {
+            while broken == nil, next < messages.count, inFlight.count < address.window {
+                inFlight.append(connection.send(Self.line(messages[next]), deadline: deadline))
+                next += 1
+            }
+            guard let future = inFlight.popFirst() else { break }
+            let m = messages[outcomes.count]
+            do {
+                let answer = try future.wait()
+                guard case .ack(let id, let outcome) = answer, id == nil || id == m.id else {
+                    throw MsgError(.remote, "\(address.display) answered out of order (expected an ack of \(m.id))")
+                }
+                outcomes.append(outcome)
+            } catch {
+                let e = error as? MsgError ?? MsgError(.unreachable, TCPConnection.describe(error))
+                outcomes.append(.failed(e, retryAfter: nil))
+                if broken == nil { broken = e }
+            }
+        }
+        if let broken {
+            self.connection = nil
+            connection.close()
+            let notSent = MsgError(.unreachable, "not sent: \(broken.message)")
+            while outcomes.count < messages.count { outcomes.append(.failed(notSent, retryAfter: nil)) }
+        }
+        return outcomes
+    }
+
+    public func lookup(_ id: String) throws(MsgError) -> Bool? {
+        try lookup([id])[0]
+    }
+
+    public func lookup(_ ids: [String]) throws(MsgError) -> [Bool?] {
+        let connection = try connected()
+        var answers: [Bool?] = []
+        answers.reserveCapacity(ids.count)
+        var inFlight = CircularBuffer<EventLoopFuture<Wire.Answer>>()
+        var next = 0
+        while answers.count < ids.count {
+            while next < ids.count, inFlight.count < address.window {
+                inFlight.append(connection.send(Wire.lookup(id: ids[next]), deadline: address.connectTimeout))
+                next += 1
+            }
+            guard let future = inFlight.popFirst() else { break }
+            do {
+                switch try future.wait() {
+                case .lookup(let id, let delivered) where id == ids[answers.count]: answers.append(delivered)
+                case .ack(_, .failed(let e, _)): throw e
+                default: throw MsgError(.remote, "\(address.display) answered a lookup out of order")
+                }
+            } catch {
+                self.connection = nil
+                connection.close()
+                let e = error as? MsgError ?? MsgError(.unreachable, TCPConnection.describe(error))
+                throw MsgError(e.code.isDeliveryClass ? e.code : .unreachable, "lookup at \(address.display): \(e.message)")
+            }
+        }
+        return answers
+    }
+
+    /// The open connection, or a new one.
+    private func connected() throws(MsgError) -> TCPConnection {
+        if let connection { return connection }
+        let fresh = try TCPConnection(address, group: group)
+        connection = fresh
+        return fresh
+    }
+
+    private static func line(_ m: Message) -> [UInt8] {
+        var w = JSONWriter(capacity: 512)
+        m.write(to: &w)
+        w.bytes.append(UInt8(ascii: "\n"))
+        return w.bytes
+    }
+}
+
+/// Registers the `tcp` transport and the `tcp` listener.
+@_cdecl("msg_plugin_register")
+public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
+    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "TCPTransport", version: MsgVersion.current) { r in
+        r.transport(scheme: "tcp") { url throws(MsgError) in try TCPTransport(url: url) }
+        r.listener(scheme: "tcp") { url, context throws(MsgError) in try TCPListener(url: url, context: context) }
+    }
+}

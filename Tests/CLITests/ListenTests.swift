@@ -1,0 +1,154 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// `msg listen` and `tcp://` through the real binaries: many senders, hostile
+/// input, tokens, and kills on either side between delivery and acknowledgement.
+@Suite struct ListenTests {
+    /// How many times each id is in the inbox (new/ and cur/).
+    func inbox(_ s: Sandbox, _ name: String = "inbox") -> [String: Int] {
+        var seen: [String: Int] = [:]
+        for sub in ["new", "cur"] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "\(s.home)/\(name)/\(sub)")) ?? []
+            for n in names where n.hasSuffix(".json") { seen[String(n.dropLast(5)), default: 0] += 1 }
+        }
+        return seen
+    }
+
+    /// What is wrong with `seen` against "each of `expected` exactly once", or "".
+    func onceEach(_ seen: [String: Int], _ expected: [String]) -> String {
+        let missing = expected.filter { seen[$0] == nil }.count
+        let twice = seen.values.filter { $0 > 1 }.count
+        let unknown = Set(seen.keys).subtracting(expected).count
+        return missing + twice + unknown == 0 ? "" : "\(missing) of \(expected.count) missing, \(twice) delivered twice, \(unknown) unexpected"
+    }
+
+    /// Stores `count` new messages in `store` and returns their ids.
+    func enqueue(_ s: Sandbox, _ count: Int, store: String = "") throws -> [String] {
+        let option = store.isEmpty ? "" : "--store \(store)"
+        let r = try s.sh("seq \(count) | awk '{printf \"{\\\"to\\\":\\\"u%d\\\",\\\"body\\\":\\\"m%d\\\"}\\n\", $1, $1}' | msg compose --enqueue \(option)")
+        #expect(r.status == 0, "\(r.err)")
+        return ids(r.out)
+    }
+
+    func record(_ s: Sandbox) throws -> String {
+        try s.sh("msg compose --to bob --body hello").out.trimmingCharacters(in: .newlines)
+    }
+
+    @Test func manySendersAtOnceEachMessageOnce() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s)
+        var all: [String] = []
+        for n in 0..<6 { all += try enqueue(s, 300, store: "sqlite:q\(n).sqlite") }
+        let r = try s.sh("""
+            for n in 0 1 2 3 4 5; do msg flush --store sqlite:q$n.sqlite --transport '\(listener.url)?window=16' > /dev/null & done
+            fails=0; for job in $(jobs -p); do wait $job || fails=$((fails+1)); done; echo $fails
+            for n in 0 1 2 3 4 5; do msg queue count --status sent --store sqlite:q$n.sqlite </dev/null; done
+            """)
+        #expect(r.lines == ["0"] + Array(repeating: "300", count: 6), "\(r.err)")
+        #expect(onceEach(inbox(s), all) == "", "the inbox")
+        let stopped = listener.stop()
+        #expect(stopped.status == 0 && stopped.stderr.contains("stopping (SIGTERM)"), "\(stopped)")
+    }
+
+    @Test func aClientKilledMidLineDeliversNothingOfIt() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s)
+        let half = try record(s)
+        let whole = try record(s)
+        do {
+            let killed = try LineClient(port: listener.port)
+            try killed.send(String(half.prefix(half.count / 2)))
+        }  // closed without a newline, as by SIGKILL
+        let client = try LineClient(port: listener.port)
+        try client.send(whole + "\n")
+        client.finishSending()
+        let answers = try client.answers()
+        #expect(answers.count == 1 && answers[0]["ok"] == .bool(true), "\(answers)")
+        #expect(inbox(s) == [String(ids(whole)[0]): 1])
+    }
+
+    @Test func hostileInputGetsNegativeAcksInBoundedMemory() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s)
+        let before = try listener.peakMemoryKiB()
+        let client = try LineClient(port: listener.port)
+        // A 10 MiB line, then binary garbage, then a good record and a lookup of it.
+        try client.send([UInt8](repeating: UInt8(ascii: "x"), count: 10 << 20) + [0x0A])
+        var rng = SplitMix64(seed: 42)
+        var garbage = (0..<65536).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        garbage.append(0x0A)
+        try client.send(garbage)
+        let good = try record(s)
+        let id = ids(good)[0]
+        try client.send(good + "\n{\"op\":\"lookup\",\"id\":\"\(id)\"}\n")
+        client.finishSending()
+        let answers = try client.answers()
+        let lines = 1 + garbage.filter { $0 == 0x0A }.count + 2
+        #expect(answers.count == lines, "one answer per line")
+        #expect(answers.dropLast(2).allSatisfy { $0["ok"] == .bool(false) && $0["error"]?["code"] == .string("rejected") })
+        #expect(answers[0]["error"]?["message"]?.stringValue?.contains("over the limit of 1048576") == true, "\(answers[0])")
+        #expect(answers[lines - 2] == (try JSONParser.parse("{\"id\":\"\(id)\",\"ok\":true}")))
+        #expect(answers[lines - 1] == (try JSONParser.parse("{\"id\":\"\(id)\",\"delivered\":true}")))
+        #expect(inbox(s) == [id: 1])
+        let grew = try listener.peakMemoryKiB() - before
+        #expect(grew < 8 * 1024, "a 10 MiB line grew the listener by \(grew) KiB")
+    }
+
+    @Test func aWrongTokenIsRefusedAndNothingDelivered() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s, address: "tcp://127.0.0.1:0?token=s3cret")
+        let wrong = try LineClient(port: listener.port)
+        try wrong.send("{\"op\":\"hello\",\"version\":1,\"token\":\"guess\"}\n\(try record(s))\n")
+        let refused = try wrong.answers()  // the receiver closes after its answer
+        #expect(refused.count == 1 && refused[0]["ok"] == .bool(false), "\(refused)")
+        let none = try LineClient(port: listener.port)
+        try none.send(try record(s) + "\n")
+        #expect(try none.answers().first?["error"]?["message"]?.stringValue?.contains("needs a token") == true)
+
+        let queued = try enqueue(s, 5)
+        let r = try s.sh("msg flush --transport '\(listener.url)?token=guess' > /dev/null; echo $?; msg queue count --status failed </dev/null")
+        #expect(r.lines == ["75", "5"], "\(r.err)")
+        #expect(r.err.contains("token"), "\(r.err)")
+        #expect(inbox(s).isEmpty)
+        let ok = try s.sh("msg retry --now --transport '\(listener.url)?token=s3cret' > /dev/null; echo $?")
+        #expect(ok.out == "0\n", "\(ok.err)")
+        #expect(onceEach(inbox(s), queued) == "", "the inbox")
+    }
+
+    @Test func senderKilledAfterDeliveryIsRecoveredByLookup() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s)
+        let queued = try enqueue(s, 200)
+        let t = "--transport \(listener.url)"
+        let r = try s.sh("MSG_FAULT=after-delivery:100 msg flush --batch 64 \(t) > /dev/null; echo $?; msg recover --stale-after 0s \(t) > /dev/null; msg flush \(t) > /dev/null; echo $?; msg queue count --status sent")
+        #expect(r.lines == ["137", "0", "200"], "\(r.err)")
+        #expect(r.err.contains("64 already delivered (sent)"), "recover asked the receiver: \(r.err)")
+        #expect(onceEach(inbox(s), queued) == "", "the inbox")
+    }
+
+    @Test func receiverKilledMidFlushThenRetriedDeliversEachOnce() throws {
+        let s = try Sandbox()
+        let queued = try enqueue(s, 2000)
+        var listener = try ListenerProcess(s)
+        let url = listener.url
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+        p.arguments = ["flush", "--batch", "64", "--transport", url]
+        p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        // Kill the receiver once part of the flush is in its inbox: whatever it had
+        // delivered but not yet acked is in doubt for the sender.
+        while inbox(s).count < 500 && p.isRunning { usleep(5000) }
+        _ = listener.stop(SIGKILL)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 75, "the sender saw the receiver go")
+        listener = try ListenerProcess(s, address: url)
+        let r = try s.sh("msg retry --now --transport \(url) > /dev/null; msg flush --transport \(url) > /dev/null; echo $?; msg queue count --status sent")
+        #expect(r.lines == ["0", "2000"], "\(r.err)")
+        #expect(onceEach(inbox(s), queued) == "", "the inbox")
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import MsgKit
+
+/// A `msg listen` process for one test: started on a free port, which it reads
+/// from the "listening on" line of standard error; killed when released.
+final class ListenerProcess {
+    let process = Process()
+    let url: String
+    private let errors = Pipe()
+    private var said = ""
+
+    /// Starts `msg listen ADDRESS ARGS…` in the sandbox and waits until it listens.
+    init(_ s: Sandbox, address: String = "tcp://127.0.0.1:0", _ arguments: [String] = []) throws {
+        process.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+        process.arguments = ["listen", address] + arguments
+        process.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        try process.run()
+        while !said.contains("\n") {
+            let chunk = errors.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            said += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let range = said.range(of: #"tcp://[^ ,]+"#, options: .regularExpression), said.contains("listening on") else {
+            throw MsgError(.unavailable, "msg listen did not start: \(said)")
+        }
+        url = String(said[range])
+    }
+
+    /// The port bound.
+    var port: UInt16 { UInt16(url.split(separator: ":").last ?? "") ?? 0 }
+
+    /// Sends `signal`, waits for the exit and returns its status and all it said.
+    func stop(_ signal: Int32 = SIGTERM) -> (status: Int32, stderr: String) {
+        kill(process.processIdentifier, signal)
+        let rest = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, said + String(decoding: rest, as: UTF8.self))
+    }
+
+    /// The most memory the process has used so far, in KiB (VmHWM).
+    func peakMemoryKiB() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// A plain TCP client speaking msg-tcp(7) by hand, as `nc` or a Python socket would.
+final class LineClient {
+    private let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else { throw MsgError(.unreachable, "connect: errno \(errno)") }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) throws {
+        try SystemCalls.writeAll(fd, bytes, code: .unreachable, what: "the socket")
+    }
+
+    /// Says it has nothing more to send; the receiver answers what it got, then closes.
+    func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Every line the receiver sends until it closes the connection.
+    func readAll() -> [String] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return bytes.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The answer objects, parsed.
+    func answers() throws -> [JSONValue] { try readAll().map { try JSONParser.parse($0) } }
+}
