@@ -13,28 +13,28 @@ final class ClientHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
-    /// Sends `line` and returns the future of its answer, failed with `timeout` past
-    /// `deadline` or with `unreachable` when the connection drops first.
-    /// Runs on the channel's event loop.
-    func send(_ line: [UInt8], deadline: MsgDuration, on loop: any EventLoop) -> EventLoopFuture<Wire.Answer> {
-        let promise = loop.makePromise(of: Wire.Answer.self)
-        guard let context else {
-            promise.fail(failure ?? MsgError(.unreachable, "the connection is closed"))
-            return promise.futureResult
+    /// Sends `lines` in one write and completes `promises` (one per line) with
+    /// their answers, failed with `timeout` past `deadline` or with `unreachable`
+    /// when the connection drops first. Runs on the channel's event loop.
+    func send(_ lines: [[UInt8]], _ promises: [EventLoopPromise<Wire.Answer>], deadline: MsgDuration) {
+        guard let context, failure == nil else {
+            let error = failure ?? MsgError(.unreachable, "the connection is closed")
+            for promise in promises { promise.fail(error) }
+            return
         }
-        if let failure {
-            promise.fail(failure)
-            return promise.futureResult
-        }
-        waiting.append(promise)
-        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(bytes: line)), promise: nil)
+        var buffer = context.channel.allocator.buffer(capacity: lines.reduce(0) { $0 + $1.count })
+        for line in lines { buffer.writeBytes(line) }
+        waiting.append(contentsOf: promises)
+        context.writeAndFlush(NIOAny(buffer), promise: nil)
+        // One timer for the lines sent together: they share the deadline, and the
+        // answers come in order, so the last one is the one to watch.
+        guard let last = promises.last else { return }
         let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(deadline.milliseconds)) {
             // Only if still unanswered: the timer may have been due as the answer came.
-            guard self.waiting.contains(where: { $0.futureResult === promise.futureResult }) else { return }
+            guard self.waiting.contains(where: { $0.futureResult === last.futureResult }) else { return }
             self.fail(MsgError(.timeout, "no answer within the \(deadline) deadline"), context)
         }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        return promise.futureResult
+        last.futureResult.whenComplete { _ in timer.cancel() }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

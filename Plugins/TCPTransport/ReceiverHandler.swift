@@ -25,6 +25,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private var closeAfterAnswers = false
     private var inputDone = false
     private var readHeld = false
+    private var flushScheduled = false
 
     init(deliverer: SinkDeliverer, token: String?, maxLineBytes: Int) {
         self.deliverer = deliverer
@@ -117,8 +118,17 @@ final class ReceiverHandler: ChannelDuplexHandler {
             context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: ready)), promise: nil)
             wrote = true
         }
-        if wrote { context.flush() }
+        if wrote && !flushScheduled {
+            // Answers completed together (a batch made durable at once) go out in one
+            // write: flush once, after the other completions queued on this loop.
+            flushScheduled = true
+            context.eventLoop.assumeIsolated().execute {
+                self.flushScheduled = false
+                context.flush()
+            }
+        }
         if answers.isEmpty && closeAfterAnswers {
+            context.flush()
             context.close(promise: nil)
         } else {
             resumeReadingIfPossible(context)
@@ -150,7 +160,10 @@ final class ReceiverHandler: ChannelDuplexHandler {
             // flight, then close.
             inputDone = true
             closeAfterAnswers = true
-            if answers.isEmpty { context.close(promise: nil) }
+            if answers.isEmpty {
+                context.flush()
+                context.close(promise: nil)
+            }
             return
         }
         context.fireUserInboundEventTriggered(event)

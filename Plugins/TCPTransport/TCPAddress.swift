@@ -3,12 +3,12 @@ import MsgKit
 /// A `tcp://HOST:PORT?…` URL, read for either side.
 ///
 /// Parameters: `token` (both sides), `window` (records in flight, client, default
-/// 64), `connect_timeout` (client, default 3s).
+/// 128), `connect_timeout` (client, default 3s).
 struct TCPAddress: Sendable {
     var host: String
     var port: Int
     var token: String?
-    var window = 64
+    var window = 128
     var connectTimeout = MsgDuration.seconds(3)
 
     /// - Throws: `config` naming what is wrong.

@@ -31,7 +31,7 @@ final class TCPConnection {
         }
         let hello: Wire.Answer
         do {
-            hello = try send(Wire.hello(token: address.token), deadline: address.connectTimeout).wait()
+            hello = try send([Wire.hello(token: address.token)], deadline: address.connectTimeout)[0].wait()
         } catch {
             close()
             throw MsgError(.unreachable, "\(address.display) did not answer hello: \(Self.describe(error))")
@@ -45,11 +45,13 @@ final class TCPConnection {
         }
     }
 
-    /// Sends one line; its answer's future fails with `timeout` past `deadline`.
-    func send(_ line: [UInt8], deadline: MsgDuration) -> EventLoopFuture<Wire.Answer> {
+    /// Sends lines in one write; the future of each answer fails with `timeout` past `deadline`.
+    func send(_ lines: [[UInt8]], deadline: MsgDuration) -> [EventLoopFuture<Wire.Answer>] {
         let handler = self.handler
         let loop = channel.eventLoop
-        return loop.flatSubmit { handler.value.send(line, deadline: deadline, on: loop) }
+        let promises = lines.map { _ in loop.makePromise(of: Wire.Answer.self) }
+        loop.execute { handler.value.send(lines, promises, deadline: deadline) }
+        return promises.map(\.futureResult)
     }
 
     func close() {

@@ -36,9 +36,12 @@ public final class TCPTransport: Transport {
         var next = 0
         var broken: MsgError?
         while outcomes.count < next || next < messages.count && broken == nil {
-            while broken == nil, next < messages.count, inFlight.count < address.window {
-                inFlight.append(connection.send(Self.line(messages[next]), deadline: deadline))
-                next += 1
+            // Top the window up in chunks of half a window: one write and one event-loop
+            // hop for many records.
+            if broken == nil, next < messages.count, inFlight.count <= address.window / 2 {
+                let end = min(messages.count, next + address.window - inFlight.count)
+                inFlight.append(contentsOf: connection.send(messages[next..<end].map(Self.line), deadline: deadline))
+                next = end
             }
             guard let future = inFlight.popFirst() else { break }
             let m = messages[outcomes.count]
@@ -74,9 +77,10 @@ public final class TCPTransport: Transport {
         var inFlight = CircularBuffer<EventLoopFuture<Wire.Answer>>()
         var next = 0
         while answers.count < ids.count {
-            while next < ids.count, inFlight.count < address.window {
-                inFlight.append(connection.send(Wire.lookup(id: ids[next]), deadline: address.connectTimeout))
-                next += 1
+            if next < ids.count, inFlight.count <= address.window / 2 {
+                let end = min(ids.count, next + address.window - inFlight.count)
+                inFlight.append(contentsOf: connection.send(ids[next..<end].map { Wire.lookup(id: $0) }, deadline: address.connectTimeout))
+                next = end
             }
             guard let future = inFlight.popFirst() else { break }
             do {
