@@ -31,7 +31,7 @@ let package = Package(
     targets: [
         .executableTarget(name: "msg", dependencies: ["MsgCLI"], linkerSettings: executableRpath),
         .target(name: "MsgCLI", dependencies: [
-            "MsgEngine", kit, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "MsgEngine", "CReadline", kit, .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .target(name: "MsgEngine", dependencies: [kit]),
         plugin("JSONFileStore"),
@@ -41,6 +41,7 @@ let package = Package(
         plugin("TCPTransport", dependencies: [
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),

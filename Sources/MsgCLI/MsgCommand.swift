@@ -15,6 +15,6 @@ struct MsgCommand: ParsableCommand {
         """,
         version: MsgVersion.current,
         subcommands: [ComposeCommand.self, QueueCommand.self, FlushCommand.self, RetryCommand.self, RecoverCommand.self,
-                      ExportCommand.self, ListenCommand.self, PluginsCommand.self]
+                      ExportCommand.self, ListenCommand.self, ShellCommand.self, PluginsCommand.self]
     )
 }

@@ -48,8 +48,7 @@ public enum MsgMain {
             let text = MsgCommand.fullMessage(for: error)
             let status = MsgCommand.exitCode(for: error).rawValue
             if !text.isEmpty {
-                let out = status == 0 ? stdout : stderr
-                fputs(text + "\n", out)
+                _ = try? SystemCalls.writeAll(status == 0 ? 1 : 2, Array((text + "\n").utf8), code: .storeIO, what: "output")
             }
             return status
         }

@@ -1,0 +1,77 @@
+import MsgKit
+
+/// Splits a command line into words as a POSIX shell does, without expansion:
+/// blanks separate words; `'…'` keeps everything literally; `"…"` keeps everything
+/// but `\"`, `\\`, `\$` and `` \` ``, which lose their backslash; outside quotes a
+/// backslash keeps the next character; `#` at the start of a word begins a comment.
+public enum ShellWords {
+    /// The words of `line`. - Throws: `usage` for an unclosed quote or a trailing backslash.
+    public static func split(_ line: String) throws(MsgError) -> [String] {
+        try scan(line).words
+    }
+
+    /// The words of `line` and whether the last one is still open (the cursor is in
+    /// it, not after a blank), for completion. Unclosed quotes are allowed.
+    public static func partial(_ line: String) -> (words: [String], lastIsOpen: Bool) {
+        do {
+            let s = try scan(line, lenient: true)
+            return (s.words, s.open)
+        } catch {
+            return ([], false)
+        }
+    }
+
+    private static func scan(_ line: String, lenient: Bool = false) throws(MsgError) -> (words: [String], open: Bool) {
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var chars = Array(line)[...]
+        while let c = chars.popFirst() {
+            switch c {
+            case " ", "\t", "\n":
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            case "#" where !inWord:
+                return (words, false)
+            case "'":
+                inWord = true
+                while true {
+                    guard let q = chars.popFirst() else {
+                        if lenient { return (words + [word], true) }
+                        throw MsgError(.usage, "unclosed ' in: \(line)")
+                    }
+                    if q == "'" { break }
+                    word.append(q)
+                }
+            case "\"":
+                inWord = true
+                while true {
+                    guard let q = chars.popFirst() else {
+                        if lenient { return (words + [word], true) }
+                        throw MsgError(.usage, "unclosed \" in: \(line)")
+                    }
+                    if q == "\"" { break }
+                    if q == "\\", let next = chars.first, "\"\\$`".contains(next) {
+                        word.append(next)
+                        chars = chars.dropFirst()
+                    } else {
+                        word.append(q)
+                    }
+                }
+            case "\\":
+                inWord = true
+                guard let next = chars.popFirst() else {
+                    if lenient { return (words + [word], true) }
+                    throw MsgError(.usage, "a backslash ends the line: \(line)")
+                }
+                if next != "\n" { word.append(next) }
+            default:
+                inWord = true
+                word.append(c)
+            }
+        }
+        if inWord { words.append(word) }
+        return (words, inWord)
+    }
+}
