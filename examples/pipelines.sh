@@ -10,6 +10,9 @@ for to in ann@example.com bob@example.com carol@example.com; do
 done
 refused=$(msg queue ls --to bob@example.com | cut -c8-43)
 
+# Send ann's now, picked by a listing: flush takes the ids on its stdin.
+msg queue ls --to ann@example.com | msg flush > /dev/null
+
 # A destination that times out on its first attempt for everyone, and refuses bob.
 flaky="stdout:?fail_first=1&error=timeout&fd=3"
 msg flush --transport "$flaky" 3>/dev/null > /dev/null || [ $? -eq 75 ]   # 75: deferred
