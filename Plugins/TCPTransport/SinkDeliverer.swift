@@ -18,6 +18,7 @@ final class SinkDeliverer: Sendable {
     private struct State {
         var jobs: [Job] = []
         var draining = false
+        var delivered = 0
     }
 
     private let state = Mutex(State())
@@ -42,6 +43,9 @@ final class SinkDeliverer: Sendable {
         }
         if start { pool.submit { _ in self.drain() } }
     }
+
+    /// How many records the sink has delivered (or already had).
+    var deliveredCount: Int { state.withLock { $0.delivered } }
 
     /// Waits for the jobs queued so far and stops the delivery thread.
     func shutdown() {
@@ -89,6 +93,8 @@ final class SinkDeliverer: Sendable {
             unique.append(m)
         }
         let outcomes = sink.transport.deliver(unique, deadline: deadline)
+        let count = outcomes.filter { if case .delivered = $0 { return true } else { return false } }.count
+        state.withLock { $0.delivered += count }
         for (m, promise) in batch {
             let i = slot[m.id] ?? 0
             promise.succeed(i < outcomes.count ? outcomes[i]

@@ -60,6 +60,8 @@ final class TCPListener: Listener {
         for channel in open { try? channel.closeFuture.wait() }
         deliverer.shutdown()
         try? group.syncShutdownGracefully()
+        let n = deliverer.deliveredCount
+        context.report("stopped: \(n) record\(n == 1 ? "" : "s") delivered into the inbox")
     }
 
     static func describe(_ error: any Error) -> String {

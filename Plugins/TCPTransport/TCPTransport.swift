@@ -54,7 +54,11 @@ public final class TCPTransport: Transport {
             } catch {
                 let e = error as? MsgError ?? MsgError(.unreachable, TCPConnection.describe(error))
                 outcomes.append(.failed(e, retryAfter: nil))
-                if broken == nil { broken = e }
+                if broken == nil {
+                    // Answers can no longer be matched: closing fails the rest in flight at once.
+                    broken = e
+                    connection.close()
+                }
             }
         }
         if let broken {

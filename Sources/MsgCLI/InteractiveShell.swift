@@ -40,7 +40,8 @@ final class InteractiveShell {
         Self.completer.withLock { $0 = box }
     }
 
-    func run() throws(MsgError) {
+    /// Runs until Ctrl-D or `exit`. - Returns: the exit status (`exit N` gives N).
+    func run() throws(MsgError) -> Int32 {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
@@ -78,13 +79,10 @@ final class InteractiveShell {
             switch got {
             case .end:
                 _ = try? SystemCalls.writeAll(1, [0x0A], code: .storeIO, what: "standard output")
-                return
+                return 0
             case .line(let text):
                 history.add(text)
-                if case .exit(let status) = runner.run(text) {
-                    if status != 0 { throw MsgError(.usage, "exit \(status)") }
-                    return
-                }
+                if case .exit(let status) = runner.run(text) { return status }
                 drain(interrupts)
             }
         }

@@ -28,7 +28,7 @@ struct ShellCommand: ParsableCommand {
         if !settings.pluginPath.isEmpty { setenv("MSG_PLUGIN_PATH", settings.pluginPath.joined(separator: ":"), 1) }
         let runner = ShellRunner(settings: settings)
         if isatty(0) == 1 {
-            try InteractiveShell(runner: runner, settings: settings).run()
+            try finish(InteractiveShell(runner: runner, settings: settings).run())
         } else {
             try finish(runner.runScript())
         }
