@@ -30,6 +30,7 @@ struct FlushCommand: ParsableCommand {
                               options: options, faults: try FaultPoints())
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
         if !watch, let line = summary.failureLine { Diagnostics.say(line) }
+        if !watch && Interruption.requested { Diagnostics.say("interrupted: \(summary.sent) sent; the rest is still queued") }
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }
         try finish(badLines > 0 ? 65 : summary.exitCode)
     }

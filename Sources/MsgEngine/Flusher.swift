@@ -119,6 +119,7 @@ public final class Flusher {
         var inFlight = 0
         var exhausted = false
         while true {
+            if !exhausted && Interruption.requested { exhausted = true }  // Ctrl-C in msg shell
             if !exhausted && inFlight < 2 && remaining > 0 {
                 let claimed = try claimBatch(limit: min(options.batchSize, remaining))
                 if claimed.isEmpty {

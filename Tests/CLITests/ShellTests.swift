@@ -62,6 +62,14 @@ import Testing
         #expect(t.waitFor("stopping (SIGINT)") != nil, "Ctrl-C stopped the watch: \(t.screen)")
         t.send("queue count --status sent", "Enter")
         #expect(t.waitFor("\n1\n") != nil, "the shell went on: \(t.screen)")
+        // A long flush (a slow destination, one message a batch) stops at its next batch.
+        _ = try s.sh("seq 50 | awk '{print \"{\\\"to\\\":\\\"x\\\",\\\"body\\\":\\\"b\\\"}\"}' | msg compose --enqueue")
+        t.send("flush --batch 1 --transport 'stdout:?latency=100ms&fd=2'", "Enter")
+        #expect(t.waitFor("\"status\":\"sent\"", count: 3) != nil, "the long flush ran: \(t.screen)")
+        t.send("C-c")
+        #expect(t.waitFor("interrupted:") != nil, "Ctrl-C stopped the long flush: \(t.screen)")
+        let left = try s.sh("msg queue count --status queued").out
+        #expect((Int(left.trimmingCharacters(in: .newlines)) ?? 0) > 10, "the rest stayed queued: \(left)")
         t.send("half a line", "C-c")
         t.send("C-d")
         #expect(t.waitFor("EXITED 0") != nil, "Ctrl-C abandoned the line; Ctrl-D exits 0: \(t.screen)")
