@@ -37,6 +37,11 @@ public final class FileDropTransport: Transport {
     }
 
     public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+        // Someone removed the drop while a long-running flush or listen used it:
+        // make it again rather than fail every later message.
+        if access("\(root)/tmp", F_OK) != 0 || access("\(root)/new", F_OK) != 0 {
+            for sub in ["", "/tmp", "/new", "/cur"] { try? SystemCalls.makeDirectories(root + sub, code: .unavailable) }
+        }
         var outcomes = [DeliveryOutcome?](repeating: nil, count: messages.count)
         var pending: [(index: Int, id: String, temporary: String)] = []
         var seen: Set<String> = []

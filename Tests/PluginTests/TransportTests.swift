@@ -22,6 +22,15 @@ import Testing
         }
     }
 
+    @Test func makesTheDropAgainWhenItWasRemoved() throws {
+        let dir = temporaryDirectory() + "/drop"
+        let transport = try loader.openTransport("file:\(dir)")
+        #expect(transport.deliver([Fixtures.message(1)], deadline: .seconds(3)) == [.delivered(confirmed: false)])
+        #expect(system("rm -rf '\(dir)'") == 0)
+        #expect(transport.deliver([Fixtures.message(2)], deadline: .seconds(3)) == [.delivered(confirmed: false)])
+        #expect(dropped(dir) == [Fixtures.message(2).id: 1])
+    }
+
     @Test func refusesIdsThatAreNotUUIDs() throws {
         let dir = temporaryDirectory()
         let transport = try loader.openTransport("file:\(dir)/drop")
