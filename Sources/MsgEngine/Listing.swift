@@ -9,16 +9,22 @@ public struct Listing {
     public init(query: Query) { self.query = query }
 
     /// Writes the matching records. - Throws: `storeIO`, `corrupt`.
+    /// In `msg shell`, Ctrl-C ends a long listing early (asked every 4096 records).
     public func write(from store: any Store, formatter: RecordFormatter, includeHistory: Bool) throws(MsgError) {
+        var written = 0
+        func goOn() -> Bool {
+            written += 1
+            return written & 4095 != 0 || !Interruption.requested
+        }
         if formatter.acceptsJSON {
             try store.listJSON(query, includeHistory: includeHistory) { (json) throws(MsgError) -> Bool in
                 try formatter.writeJSON(json)
-                return true
+                return goOn()
             }
         } else {
             try store.list(query) { (m) throws(MsgError) -> Bool in
                 try formatter.write(m)
-                return true
+                return goOn()
             }
         }
         try formatter.finish()
