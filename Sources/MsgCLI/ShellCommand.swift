@@ -26,7 +26,7 @@ struct ShellCommand: ParsableCommand {
         setenv("MSG_STORE", settings.store, 1)
         setenv("MSG_TRANSPORT", settings.transport, 1)
         if !settings.pluginPath.isEmpty { setenv("MSG_PLUGIN_PATH", settings.pluginPath.joined(separator: ":"), 1) }
-        let runner = ShellRunner(settings: settings)
+        let runner = ShellRunner()
         if isatty(0) == 1 {
             try finish(InteractiveShell(runner: runner, settings: settings).run())
         } else {

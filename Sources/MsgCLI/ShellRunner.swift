@@ -6,8 +6,6 @@ import MsgKit
 
 /// Runs shell lines in this process.
 struct ShellRunner {
-    let settings: Settings
-
     /// What a line asks for.
     enum Result: Equatable {
         case status(Int32)
