@@ -62,8 +62,7 @@ public final class TCPTransport: Transport {
             }
         }
         if let broken {
-            self.connection = nil
-            connection.close()
+            self.connection = nil  // closed when it broke
             let notSent = MsgError(.unreachable, "not sent: \(broken.message)")
             while outcomes.count < messages.count { outcomes.append(.failed(notSent, retryAfter: nil)) }
         }

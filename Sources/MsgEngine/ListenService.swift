@@ -27,22 +27,16 @@ public struct ListenService {
 
     /// Serves until a signal. - Throws: `unavailable` (cannot bind, no plugin), `config`.
     public func run(loader: PluginLoader) throws(MsgError) {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_BLOCK, &signals, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        let signals = StopSignals()
+        defer { signals.restore() }
 
         let sink = try loader.openTransport(into)
         let context = ListenerContext(sink: sink, maxLineBytes: maxLineBytes, deadline: deadline, report: { Diagnostics.say($0) })
         let listener = try loader.openListener(url, context: context)
         let bound = try listener.start()
         Diagnostics.say("listening on \(bound), delivering into \(into)")
-        var signal: Int32 = 0
-        while sigwait(&signals, &signal) != 0 {}
-        Diagnostics.say("stopping (\(signal == SIGINT ? "SIGINT" : "SIGTERM")): finishing the deliveries in flight")
+        let signal = signals.wait()
+        Diagnostics.say("stopping (\(signal)): finishing the deliveries in flight")
         listener.stop()
     }
 

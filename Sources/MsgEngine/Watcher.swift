@@ -17,13 +17,8 @@ public struct Watcher {
 
     /// Runs `flusher` until a signal. - Throws: store errors.
     public func run(_ flusher: Flusher, clock: () -> Timestamp = { Timestamp.now() }) throws(MsgError) -> Flusher.Summary {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_BLOCK, &signals, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        let signals = StopSignals()
+        defer { signals.restore() }
         var total = Flusher.Summary()
         while true {
             total.add(try flusher.run())
@@ -31,10 +26,8 @@ public struct Watcher {
             if let due = try flusher.nextDue() {
                 wait = min(wait, max(0, due.milliseconds - clock().milliseconds))
             }
-            var timeout = timespec(tv_sec: Int(wait / 1000), tv_nsec: Int(wait % 1000) * 1_000_000)
-            let signal = sigtimedwait(&signals, nil, &timeout)
-            if signal == SIGINT || signal == SIGTERM {
-                Diagnostics.say("stopping (\(signal == SIGINT ? "SIGINT" : "SIGTERM")): \(total.sent) sent, \(total.deferred) deferred, \(total.dead) dead")
+            if let signal = signals.wait(milliseconds: wait) {
+                Diagnostics.say("stopping (\(signal)): \(total.sent) sent, \(total.deferred) deferred, \(total.dead) dead")
                 return total
             }
         }
