@@ -18,6 +18,7 @@ public struct PluginLoader: Sendable {
     public static let bundled: [String: String] = [
         "json": "JSONFileStore", "sqlite": "SQLiteStore",
         "file": "FileDropTransport", "tcp": "TCPTransport", "stdout": "StdoutTransport",
+        "postgres": "PostgresStore", "postgresql": "PostgresStore",
     ]
 
     /// A loader searching `extraDirectories` first, then the executable's directory
@@ -85,7 +86,8 @@ public struct PluginLoader: Sendable {
     private func unknownScheme(_ scheme: String, kind: PluginRegistry.Kind) -> MsgError {
         let known = registry.entries.filter { $0.kind == kind }.map { "\($0.scheme):" }
         let list = known.isEmpty ? "none found" : known.joined(separator: ", ")
-        return MsgError(.unavailable, "no \(kind.rawValue) plugin for scheme '\(scheme):' (known \(kind.rawValue) schemes: \(list); searched \(searchPath.joined(separator: ":")))")
+        let missing = Self.bundled[scheme].map { "lib\($0).so was not found; " } ?? ""
+        return MsgError(.unavailable, "no \(kind.rawValue) plugin for scheme '\(scheme):' (\(missing)known \(kind.rawValue) schemes: \(list); searched \(searchPath.joined(separator: ":")))")
     }
 
     /// Loads every plugin on the search path and returns what is registered.

@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import MsgKit
+
+/// Where the password comes from: `PGPASSWORD`, else the first matching line of
+/// `PGPASSFILE` (default `~/.pgpass`), as libpq reads them. The file is skipped,
+/// as libpq skips it, when others can read it.
+enum PassFile {
+    /// The password for `address`, or nil when none is configured.
+    /// - Throws: `config` when the file is readable by others.
+    static func password(for address: PostgresAddress, environment: (String) -> String? = SystemCalls.environment) throws(MsgError) -> String? {
+        if let p = environment("PGPASSWORD") { return p }
+        let path: String
+        if let file = environment("PGPASSFILE") {
+            path = file
+        } else if let home = environment("HOME") {
+            path = home + "/.pgpass"
+        } else {
+            return nil
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        if st.st_mode & 0o077 != 0 {
+            throw MsgError(.config, "password file \(path) can be read by others; chmod 0600 it")
+        }
+        guard let fd = try? SystemCalls.open(path, O_RDONLY, code: .config) else { return nil }
+        defer { close(fd) }
+        let text = try SystemCalls.readToEnd(fd, code: .config, what: path)
+        let host = address.isUnixSocket ? "localhost" : address.host
+        return lookup(String(decoding: text, as: UTF8.self), host: host, port: address.port, database: address.database, user: address.user)
+    }
+
+    /// The password on the first line of `text` matching the others, `*` matching anything.
+    /// Lines are `host:port:database:user:password`; `\:` and `\\` escape.
+    static func lookup(_ text: String, host: String, port: Int, database: String, user: String) -> String? {
+        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            if line.hasPrefix("#") { continue }
+            let fields = split(line)
+            guard fields.count == 5 else { continue }
+            let wanted = [host, String(port), database, user]
+            if zip(fields, wanted).allSatisfy({ $0 == "*" || $0 == $1 }) { return fields[4] }
+        }
+        return nil
+    }
+
+    private static func split(_ line: Substring) -> [String] {
+        var fields: [String] = []
+        var current = ""
+        var escaped = false
+        for c in line {
+            if escaped {
+                current.append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == ":" && fields.count < 4 {
+                fields.append(current)
+                current = ""
+            } else {
+                current.append(c)
+            }
+        }
+        fields.append(current)
+        return fields
+    }
+}

@@ -1,0 +1,145 @@
+import Logging
+import MsgKit
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// One connection to the server, used synchronously: the ``Store`` protocol is
+/// synchronous and msg calls it from one thread, so each query is sent on NIO's
+/// shared event loop and waited for. Closed when the client goes away.
+///
+/// Every session runs with `synchronous_commit=on`, whatever the server's default:
+/// a commit msg acknowledges must be on the server's disk.
+final class PostgresClient {
+    let address: PostgresAddress
+    private let connection: PostgresConnection
+    private let pending: PendingQuery
+    private static let logger = Logger(label: "msg.postgres") { _ in SwiftLogNoOpLogHandler() }
+
+    /// Connects. - Throws: `config` for a refused login or a missing database;
+    /// `storeIO` when the server cannot be reached.
+    init(_ address: PostgresAddress, password: String?) throws(MsgError) {
+        self.address = address
+        var config: PostgresConnection.Configuration
+        if address.isUnixSocket {
+            config = .init(unixSocketPath: address.socketPath, username: address.user, password: password, database: address.database)
+        } else {
+            config = .init(host: address.host, port: address.port, username: address.user, password: password,
+                           database: address.database, tls: try Self.tls(address))
+        }
+        config.options.connectTimeout = .milliseconds(address.connectTimeout.milliseconds)
+        config.options.additionalStartupParameters = [("application_name", "msg"), ("synchronous_commit", "on")]
+        do {
+            connection = try PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: config, id: 1, logger: Self.logger
+            ).wait()
+        } catch {
+            throw Self.error(error, "connecting to \(address.display)", address)
+        }
+        pending = PendingQuery(connection)
+    }
+
+    deinit {
+        _ = try? connection.close().wait()
+    }
+
+    /// Runs one statement and collects its rows. - Throws: as ``error(_:_:_:)`` maps.
+    @discardableResult
+    func query(_ q: PostgresQuery, _ what: @autoclosure () -> String) throws(MsgError) -> PostgresQueryResult {
+        do {
+            return try pending.run(on: connection.eventLoop) { connection.query(q, logger: Self.logger) }
+        } catch {
+            throw Self.error(error, what(), address)
+        }
+    }
+
+    /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
+    func transaction<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        try query("BEGIN", what)
+        let result: R
+        do throws(MsgError) {
+            result = try body()
+        } catch {
+            _ = try? query("ROLLBACK", what)
+            throw error
+        }
+        try query("COMMIT", what)
+        return result
+    }
+
+    // MARK: Errors
+
+    /// The SQLSTATE of a server error, if `error` is one.
+    static func sqlState(_ error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    /// Maps a PostgresNIO error to a one-line ``MsgError``: refused logins and missing
+    /// databases are `config` (78), everything else `storeIO` (74). The server's own
+    /// text is kept; PostgresNIO's generic description is not shown.
+    static func error(_ error: any Error, _ what: String, _ address: PostgresAddress) -> MsgError {
+        if let e = error as? MsgError { return e }
+        if error is PendingQuery.Closed {
+            return MsgError(.storeIO, "\(what): \(address.display) closed the connection; work not committed was not stored")
+        }
+        let sendable = SendableDescription(String(reflecting: error))
+        guard let psql = error as? PSQLError else {
+            return MsgError(.storeIO, "\(what): \(error)", underlying: sendable)
+        }
+        if let info = psql.serverInfo {
+            let state = info[.sqlState] ?? ""
+            let text = info[.message] ?? "server error"
+            switch state {
+            case "28000", "28P01", "3D000", "42501", "3F000":
+                return MsgError(.config, "\(what): \(text) (SQLSTATE \(state))", underlying: sendable)
+            default:
+                return MsgError(.storeIO, "\(what): \(text) (SQLSTATE \(state))", underlying: sendable)
+            }
+        }
+        switch psql.code {
+        case .serverClosedConnection, .uncleanShutdown:
+            return MsgError(.storeIO, "\(what): \(address.display) closed the connection; work not committed was not stored", underlying: sendable)
+        case .sslUnsupported:
+            return MsgError(.config, "\(what): the server does not offer TLS, and sslmode=\(address.tls.rawValue) requires it", underlying: sendable)
+        case .authMechanismRequiresPassword:
+            return MsgError(.config, "\(what): the server wants a password; set PGPASSWORD or add it to ~/.pgpass", underlying: sendable)
+        default:
+            let cause = psql.underlying.map(reason) ?? "\(psql.code)"
+            return MsgError(.storeIO, "\(what): \(cause)", underlying: sendable)
+        }
+    }
+
+    /// A connection failure in a few words (`Connection refused`), not NIO's dump.
+    private static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return SystemCalls.describe(io.errnoCode) }
+        if let c = error as? NIOConnectionError {
+            if c.dnsAError != nil && c.dnsAAAAError != nil && c.connectionErrors.isEmpty { return "host \(c.host) not found" }
+            let reasons = c.connectionErrors.map { reason($0.error) }
+            return reasons.isEmpty ? "cannot connect" : Array(Set(reasons)).sorted().joined(separator: "; ")
+        }
+        if let e = error as? ChannelError, case .connectTimeout = e { return "no answer within the connect timeout" }
+        return "\(error)"
+    }
+
+    private static func tls(_ address: PostgresAddress) throws(MsgError) -> PostgresConnection.Configuration.TLS {
+        if address.tls == .disable { return .disable }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        // As libpq: prefer and require encrypt without checking the certificate;
+        // verify-full checks it and the host name.
+        if address.tls != .verifyFull { tls.certificateVerification = .none }
+        if let root = SystemCalls.environment("PGSSLROOTCERT") { tls.trustRoots = .file(root) }
+        do {
+            let context = try NIOSSLContext(configuration: tls)
+            return address.tls == .prefer ? .prefer(context) : .require(context)
+        } catch {
+            throw MsgError(.config, "setting up TLS for \(address.display): \(error)")
+        }
+    }
+}
+
+/// An error's debug text, kept as the underlying error of a ``MsgError``.
+struct SendableDescription: Error, Sendable, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

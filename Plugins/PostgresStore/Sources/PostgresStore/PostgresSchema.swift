@@ -1,0 +1,73 @@
+import MsgKit
+import PostgresNIO
+
+/// The queue's tables in their PostgreSQL schema (`?schema=`, default `msg`), with a
+/// version and migrations, created on first use.
+///
+/// As in the SQLite store, each record is kept as its canonical JSON text (`record`)
+/// with the offset where its `history` begins (`history_at`); the other columns
+/// exist for the indexes and filters. `messages_status` serves the claim query
+/// (status, then FIFO order); `messages_fifo` serves listings without a status.
+enum PostgresSchema {
+    /// The version this msg writes.
+    static let current = 1
+
+    /// Each migration takes the schema from version `index` to `index + 1`.
+    static func migrations(_ s: String) -> [[String]] {
+        [[
+            """
+            CREATE TABLE \(s).messages (
+                id text NOT NULL PRIMARY KEY,
+                status text NOT NULL,
+                recipient text NOT NULL,
+                created_at bigint NOT NULL,
+                updated_at bigint NOT NULL,
+                due_at bigint,
+                lease_until bigint,
+                record text NOT NULL,
+                history_at integer NOT NULL
+            )
+            """,
+            "CREATE INDEX messages_fifo ON \(s).messages (created_at, id)",
+            "CREATE INDEX messages_status ON \(s).messages (status, created_at, id)",
+            "CREATE INDEX messages_due ON \(s).messages (due_at) WHERE due_at IS NOT NULL",
+        ]]
+    }
+
+    /// Brings the schema to ``current``. Cheap when it is there already (one query);
+    /// otherwise one transaction under an advisory lock, so processes starting
+    /// together on a new database create it once.
+    /// - Throws: `config` when the schema was written by a newer msg; `storeIO`.
+    static func migrate(_ db: PostgresClient) throws(MsgError) {
+        let s = db.address.schema
+        if try version(db, s) == current { return }
+        try db.transaction("creating the schema \(s)") { () throws(MsgError) in
+            try db.query("SELECT pg_advisory_xact_lock(hashtext('msg schema'), hashtext(\(s)))", "waiting for the schema lock")
+            try db.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(s)"), "creating the schema \(s)")
+            try db.query(PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(s).msg_schema (version integer NOT NULL)"),
+                         "creating the schema \(s)")
+            let found = try version(db, s) ?? 0
+            if found > current {
+                throw MsgError(.config, "schema \(s) in \(db.address.display) has version \(found), newer than this msg understands (\(current)); upgrade msg")
+            }
+            for step in found..<current {
+                for statement in migrations(s)[step] {
+                    try db.query(PostgresQuery(unsafeSQL: statement), "migrating schema \(s) to version \(step + 1)")
+                }
+            }
+            try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(s).msg_schema"), "recording the schema version")
+            try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).msg_schema (version) VALUES (\(current))"), "recording the schema version")
+        }
+    }
+
+    /// The recorded version; nil when there is no schema yet.
+    private static func version(_ db: PostgresClient, _ s: String) throws(MsgError) -> Int? {
+        // to_regclass answers NULL instead of failing when the table is missing, so a
+        // transaction around this stays usable.
+        let exists = try db.query("SELECT to_regclass(\(s + ".msg_schema")) IS NOT NULL", "reading the schema version")
+        guard let row = exists.first, (try? row.decode(Bool.self)) == true else { return nil }
+        let rows = try db.query(PostgresQuery(unsafeSQL: "SELECT max(version) FROM \(s).msg_schema"), "reading the schema version")
+        guard let first = rows.first, let v = try? first.decode(Int32?.self) else { return nil }
+        return Int(v)
+    }
+}

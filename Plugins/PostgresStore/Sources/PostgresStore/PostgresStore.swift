@@ -1,0 +1,227 @@
+import MsgKit
+import NIOCore
+import PostgresNIO
+
+/// The `postgres://` store: one queue shared by `msg` processes on any number of
+/// hosts, kept in an existing PostgreSQL server.
+///
+/// Every call is one commit. Batches travel as column arrays (``RowColumns``), so
+/// a batch costs one statement whatever its size: group commit, as in the other
+/// stores. Claims lock their rows with `FOR UPDATE SKIP LOCKED`, so concurrent
+/// workers take disjoint batches without waiting for each other, and the
+/// compare-and-set on status means a message is never moved on twice.
+public final class PostgresStore: Store {
+    private let db: PostgresClient
+    private let table: String
+    /// Rows read per round trip when listing and claiming.
+    static let page = 1000
+
+    /// Connects to the server in `url` and creates the schema on first use.
+    /// - Throws: `config` for a bad URL, a refused login or a missing database; `storeIO`.
+    public init(url: PluginURL) throws(MsgError) {
+        let address = try PostgresAddress(url)
+        db = try PostgresClient(address, password: try PassFile.password(for: address))
+        table = "\(address.schema).messages"
+        try PostgresSchema.migrate(db)
+    }
+
+    // MARK: Store
+
+    public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
+        if records.isEmpty { return [] }
+        let rows = try db.query(RowColumns(records).insert(into: table), "storing \(records.count) messages")
+        var inserted = Set<String>()
+        for row in rows { inserted.insert(try Self.text(row, "storing messages")) }
+        // The first record with an id is the one stored; later ones, and ids stored
+        // before, are answered with what the store holds.
+        var seen: [String: Message] = [:]
+        var existing: [String: Message] = [:]
+        let missing = records.filter { !inserted.contains($0.message.id) }.map(\.message.id)
+        if !missing.isEmpty {
+            try list(Query(ids: Set(missing))) { (m) throws(MsgError) -> Bool in
+                existing[m.id] = m
+                return true
+            }
+        }
+        return records.map { r in
+            let id = r.message.id
+            if inserted.contains(id), seen[id] == nil {
+                seen[id] = r.message
+                return AddResult(message: r.message, inserted: true)
+            }
+            return AddResult(message: seen[id] ?? existing[id] ?? r.message, inserted: false)
+        }
+    }
+
+    public func get(_ id: String) throws(MsgError) -> Message? {
+        let rows = try db.query("SELECT record FROM \(unescaped: table) WHERE id = \(id)", "reading message \(id)")
+        guard let row = rows.first else { return nil }
+        return try Self.decode(row)
+    }
+
+    public func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError) {
+        try listJSON(query, includeHistory: true) { (json) throws(MsgError) -> Bool in
+            try body(try Self.decode(json))
+        }
+    }
+
+    public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
+        // Pages in FIFO order, each starting after the last row of the one before,
+        // inside one read-only snapshot, so a long listing sees one state of the queue.
+        try db.transaction("listing messages") { () throws(MsgError) in
+            try db.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "listing messages")
+            var left = query.limit ?? Int.max
+            var filter = PostgresFilter(query)
+            var scratch: [UInt8] = []
+            while left > 0 {
+                let want = min(left, Self.page)
+                let rows = try db.query(filter.select("record, history_at, created_at, id", from: table, limit: want), "listing messages")
+                var last: (Int64, String)?
+                var n = 0
+                for row in rows {
+                    n += 1
+                    let (record, cut, createdAt, id) = try Self.listingRow(row)
+                    last = (createdAt, id)
+                    let more = try record.withUnsafeReadableBytes { (raw) throws(MsgError) -> Bool in
+                        let bytes = raw.bindMemory(to: UInt8.self)
+                        if includeHistory { return try body(bytes) }
+                        scratch.removeAll(keepingCapacity: true)
+                        scratch.append(contentsOf: bytes[..<min(cut, bytes.count)])
+                        scratch.append(UInt8(ascii: "}"))
+                        return try scratch.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) }
+                    }
+                    if !more { return }
+                }
+                guard n == want, let last else { return }
+                left -= n
+                filter.after(createdAt: last.0, id: last.1)
+            }
+        }
+    }
+
+    public func count(_ query: Query) throws(MsgError) -> Int {
+        let rows = try db.query(PostgresFilter(query).count(from: table, limit: query.limit), "counting messages")
+        guard let row = rows.first else { return 0 }
+        do { return Int(try row.decode(Int64.self)) } catch { throw Self.corrupt("a count", error) }
+    }
+
+    public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
+        if changes.isEmpty { return [] }
+        let ids = changes.map(\.message.id)
+        if Set(ids).count == ids.count {
+            let updated = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table),
+                                       "updating \(changes.count) messages")
+            return try Self.applied(ids, updated, "updating messages")
+        }
+        // One id twice: each change must see the one before, so one statement each.
+        return try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
+            try changes.map { (c) throws(MsgError) -> Bool in
+                let rows = try db.query(RowColumns([c.record], expected: [c.expected]).update(table), "updating message \(c.message.id)")
+                return rows.first != nil
+            }
+        }
+    }
+
+    public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
+        if removals.isEmpty { return [] }
+        var b = PostgresBindings(capacity: 2)
+        b.append(removals.map(\.id))
+        b.append(removals.map { $0.statuses.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*" })
+        let rows = try db.query(PostgresQuery(unsafeSQL: """
+            DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[]) AS r(id, statuses)
+            WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
+            RETURNING m.id
+            """, binds: b), "removing \(removals.count) messages")
+        return try Self.applied(removals.map(\.id), rows, "removing messages")
+    }
+
+    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
+        if limit <= 0 { return [] }
+        return try db.transaction("claiming messages") { () throws(MsgError) in
+            var filter = PostgresFilter(query)
+            var taken: [Message] = []
+            var expected: [Status] = []
+            // Rows another worker has locked are skipped, not waited for: that worker
+            // is claiming them and will have moved them on when it commits. Rows the
+            // transform leaves alone stay locked until the commit, so the next page
+            // starts after the last row read.
+            while taken.count < limit {
+                let want = min(max(limit - taken.count, 1), Self.page)
+                let rows = try db.query(filter.select("record, created_at, id", from: table, limit: want, suffix: " FOR UPDATE SKIP LOCKED"),
+                                        "claiming messages")
+                var n = 0
+                var last: (Int64, String)?
+                for row in rows {
+                    n += 1
+                    let m = try Self.decode(row)
+                    last = (m.createdAt.milliseconds, m.id)
+                    if taken.count < limit, let changed = try transform(m) {
+                        taken.append(changed)
+                        expected.append(m.status)
+                    }
+                }
+                guard n == want, let last else { break }
+                filter.after(createdAt: last.0, id: last.1)
+            }
+            if taken.isEmpty { return [] }
+            let encoded = taken.map { EncodedMessage($0) }
+            let rows = try db.query(RowColumns(encoded, expected: expected).update(table), "claiming \(taken.count) messages")
+            let applied = try Self.applied(taken.map(\.id), rows, "claiming messages")
+            return zip(taken, applied).filter(\.1).map(\.0)
+        }
+    }
+
+    // MARK: Rows
+
+    /// Per id in `ids`, whether `rows` (one id each) names it; an id named once counts once.
+    private static func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
+        var done = Set<String>()
+        for row in rows { done.insert(try text(row, what)) }
+        return ids.map { done.remove($0) != nil }
+    }
+
+    private static func text(_ row: PostgresRow, _ what: String) throws(MsgError) -> String {
+        do { return try row.decode(String.self) } catch { throw corrupt(what, error) }
+    }
+
+    private static func listingRow(_ row: PostgresRow) throws(MsgError) -> (ByteBuffer, Int, Int64, String) {
+        var cells = row.makeIterator()
+        guard let record = cells.next()?.bytes, let cut = cells.next(), let created = cells.next(), let id = cells.next() else {
+            throw MsgError(.corrupt, "a stored record has a NULL column")
+        }
+        do {
+            return (record, Int(try cut.decode(Int32.self)), try created.decode(Int64.self), try id.decode(String.self))
+        } catch {
+            throw corrupt("a stored record", error)
+        }
+    }
+
+    private static func decode(_ row: PostgresRow) throws(MsgError) -> Message {
+        var cells = row.makeIterator()
+        guard let record = cells.next()?.bytes else { throw MsgError(.corrupt, "a stored record is NULL") }
+        return try record.withUnsafeReadableBytes { (raw) throws(MsgError) in try decode(raw.bindMemory(to: UInt8.self)) }
+    }
+
+    private static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
+        let value: JSONValue
+        do throws(JSONParser.Failure) {
+            value = try JSONParser.parse(json)
+        } catch {
+            throw MsgError(.corrupt, "a stored record is not valid JSON: \(error)")
+        }
+        return try Message(json: value)
+    }
+
+    private static func corrupt(_ what: String, _ error: any Error) -> MsgError {
+        MsgError(.corrupt, "\(what) could not be read: \(String(reflecting: error))")
+    }
+}
+
+/// Registers the `postgres:` and `postgresql:` schemes.
+@_cdecl("msg_plugin_register")
+public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
+    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "PostgresStore", version: MsgVersion.current) { r in
+        r.store(scheme: "postgres") { url throws(MsgError) in try PostgresStore(url: url) }
+        r.store(scheme: "postgresql") { url throws(MsgError) in try PostgresStore(url: url) }
+    }
+}

@@ -1,0 +1,71 @@
+import MsgKit
+import PostgresNIO
+
+/// Records as column arrays, so a whole batch goes to the server as one statement
+/// (`unnest($1::text[], …)`): one round trip and one commit per batch, however
+/// many records it holds. Absent times travel as -1 (arrays of nullable values are
+/// not among PostgresNIO's encodings) and become NULL in SQL.
+struct RowColumns {
+    var ids: [String] = []
+    var statuses: [String] = []
+    var recipients: [String] = []
+    var createdAt: [Int64] = []
+    var updatedAt: [Int64] = []
+    var dueAt: [Int64] = []
+    var leaseUntil: [Int64] = []
+    var records: [String] = []
+    var historyAt: [Int32] = []
+    /// For updates: the status each row must still have.
+    var expected: [String] = []
+
+    init(_ rows: [EncodedMessage], expected: [Status]? = nil) {
+        for r in rows {
+            let m = r.message
+            ids.append(m.id)
+            statuses.append(m.status.rawValue)
+            recipients.append(m.to)
+            createdAt.append(m.createdAt.milliseconds)
+            updatedAt.append(m.updatedAt.milliseconds)
+            dueAt.append([m.notBefore, m.nextAttemptAt].compactMap { $0?.milliseconds }.max() ?? -1)
+            leaseUntil.append(m.lease?.until.milliseconds ?? -1)
+            records.append(String(decoding: r.json, as: UTF8.self))
+            historyAt.append(Int32(clamping: r.historyOffset))
+        }
+        if let expected { self.expected = expected.map(\.rawValue) }
+    }
+
+    /// Inserts the rows whose id is new; returns the ids inserted.
+    func insert(into table: String) -> PostgresQuery {
+        var b = PostgresBindings(capacity: 9)
+        b.append(ids); b.append(statuses); b.append(recipients); b.append(createdAt); b.append(updatedAt)
+        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt)
+        return PostgresQuery(unsafeSQL: """
+            INSERT INTO \(table) (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at)
+            SELECT u.id, u.status, u.recipient, u.created_at, u.updated_at, NULLIF(u.due_at, -1), NULLIF(u.lease_until, -1),
+                   u.record, u.history_at
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[])
+                 WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, n)
+            ORDER BY u.n
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id
+            """, binds: b)
+    }
+
+    /// Replaces each row whose status is still its expected one (compare-and-set);
+    /// returns the ids replaced. `created_at` never changes and is left alone.
+    /// The ids must be distinct.
+    func update(_ table: String) -> PostgresQuery {
+        var b = PostgresBindings(capacity: 9)
+        b.append(ids); b.append(expected); b.append(statuses); b.append(recipients); b.append(updatedAt)
+        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt)
+        return PostgresQuery(unsafeSQL: """
+            UPDATE \(table) AS m SET status = u.status, recipient = u.recipient, updated_at = u.updated_at,
+                due_at = NULLIF(u.due_at, -1), lease_until = NULLIF(u.lease_until, -1), record = u.record,
+                history_at = u.history_at
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[])
+                 AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at)
+            WHERE m.id = u.id AND m.status = u.expected
+            RETURNING m.id
+            """, binds: b)
+    }
+}

@@ -1,0 +1,154 @@
+import Dispatch
+import Foundation
+import MsgKit
+import MsgKitTesting
+import PostgresNIO
+@testable import PostgresStore
+import Synchronization
+import Testing
+
+/// Stores handed to worker threads, one each: no store is used by two threads.
+final class Workers: @unchecked Sendable {
+    let stores: [PostgresStore]
+    init(stores: [PostgresStore]) { self.stores = stores }
+}
+
+/// Behaviour only a real server shows: several workers at once, TLS, logins.
+@Suite struct LiveServerTests {
+    static func claimAll(_ store: PostgresStore, batch: Int) throws(MsgError) -> [String] {
+        var ids: [String] = []
+        while true {
+            let got = try store.claim(Query(statuses: [.queued]), limit: batch) { (m) throws(MsgError) -> Message? in
+                var x = m
+                try x.transition(to: .sending, event: "attempt", at: Fixtures.t0)
+                x.lease = .init(host: "h", pid: 1, until: Fixtures.t0.adding(.seconds(30)))
+                return x
+            }
+            if got.isEmpty { return ids }
+            ids += got.map(\.id)
+        }
+    }
+
+    @Test func fourWorkersClaimingAtOnceTakeEachMessageOnce() throws {
+        let url = try TestServer.freshURL()
+        let total = 3000
+        _ = try TestServer.open(url).add((0..<total).map { Fixtures.message($0, createdOffset: Int64($0)) })
+        let results = Mutex<[Result<[String], MsgError>]>([])
+        // Each worker connects first; then all start claiming together.
+        let workers = Workers(stores: try (0..<4).map { _ throws(MsgError) in try TestServer.open(url) })
+        let ready = DispatchGroup(), done = DispatchGroup()
+        ready.enter()
+        for i in 0..<4 {
+            done.enter()
+            // Threads of their own: GCD would run them a few at a time.
+            Thread.detachNewThread {
+                ready.wait()
+                let r: Result<[String], MsgError>
+                do throws(MsgError) {
+                    r = .success(try Self.claimAll(workers.stores[i], batch: 37))
+                } catch {
+                    r = .failure(error)
+                }
+                results.withLock { $0.append(r) }
+                done.leave()
+            }
+        }
+        ready.leave()
+        done.wait()
+        let lists = try results.withLock { $0 }.map { try $0.get() }
+        let all = lists.flatMap { $0 }
+        #expect(all.count == total, "claimed \(all.count) of \(total)")
+        #expect(Set(all).count == all.count, "\(all.count - Set(all).count) claimed twice")
+        #expect(lists.filter { !$0.isEmpty }.count >= 2, "the work was shared: \(lists.map(\.count))")
+        #expect(try TestServer.open(url).count(Query(statuses: [.sending])) == total)
+    }
+
+    @Test func processesStartingTogetherOnANewSchemaCreateItOnce() throws {
+        let url = try TestServer.freshURL()
+        let errors = Mutex<[MsgError]>([])
+        DispatchQueue.concurrentPerform(iterations: 6) { i in
+            do throws(MsgError) {
+                _ = try TestServer.open(url).add([Fixtures.message(i)])
+            } catch {
+                errors.withLock { $0.append(error) }
+            }
+        }
+        #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0 }.map(\.message))")
+        #expect(try TestServer.open(url).count(Query()) == 6)
+    }
+
+    @Test func aSchemaFromANewerMsgIsRefused() throws {
+        let url = try TestServer.freshURL()
+        let store = try TestServer.open(url)
+        let schema = String(url.split(separator: "=").last!)
+        let db = try PostgresClient(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
+        try db.query(PostgresQuery(unsafeSQL: "UPDATE \(schema).msg_schema SET version = 99"), "test")
+        _ = store
+        do {
+            _ = try TestServer.open(url)
+            Issue.record("opened a schema of version 99")
+        } catch {
+            #expect(error.code == .config && error.message.contains("version 99"), "\(error.message)")
+        }
+    }
+
+    @Test func tlsIsUsedWhenTheURLAsksForIt() throws {
+        guard let tlsURL = SystemCalls.environment("MSG_TEST_POSTGRES_TLS") else {
+            Issue.record("MSG_TEST_POSTGRES_TLS is not set: run scripts/test")
+            return
+        }
+        // pg_hba.conf lets msg_tls in over TLS only.
+        let store = try TestServer.open(try TestServer.freshURL(tlsURL) + "&sslmode=require")
+        _ = try store.add([Fixtures.message(1)])
+        #expect(try store.count(Query()) == 1)
+        let plain = try TestServer.freshURL(tlsURL) + "&sslmode=disable"
+        do {
+            _ = try TestServer.open(plain)
+            Issue.record("connected without TLS")
+        } catch {
+            #expect(error.code == .config && error.message.contains("no encryption"), "\(error.message)")
+        }
+    }
+
+    @Test func aWrongPasswordIsAConfigurationError() throws {
+        let address = try PostgresAddress(try PluginURL(try TestServer.url()))
+        do {
+            _ = try PostgresClient(address, password: "wrong")
+            Issue.record("logged in with a wrong password")
+        } catch {
+            #expect(error.code == .config && error.message.contains("password authentication failed"), "\(error.message)")
+            #expect(error.message.contains(address.display), "\(error.message)")
+        }
+    }
+
+    @Test func aServerThatIsNotThereIsAStoreIOError() throws {
+        // A port nothing listens on: bind one, learn it, close it.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        close(fd)
+        let port = UInt16(bigEndian: addr.sin_port)
+        do {
+            _ = try TestServer.open("postgres://msg@127.0.0.1:\(port)/q")
+            Issue.record("connected to a closed port")
+        } catch {
+            #expect(error.code == .storeIO && error.code.exitCode == 74, "\(error.code)")
+            #expect(error.message.contains("127.0.0.1:\(port)"), "\(error.message)")
+        }
+    }
+
+    @Test func aMissingDatabaseIsAConfigurationError() throws {
+        let base = try TestServer.url()
+        let other = base[..<base.lastIndex(of: "/")!] + "/nosuchdb"
+        do {
+            _ = try TestServer.open(String(other))
+            Issue.record("opened a missing database")
+        } catch {
+            #expect(error.code == .config && error.message.contains("nosuchdb"), "\(error.message)")
+        }
+    }
+}
