@@ -20,7 +20,14 @@ import Testing
         let bare = "env -i PATH=/usr/bin:/bin MSG_HOME='\(s.home)/home' '\(s.home)/moved/bin/msg'"
         let plugins = try s.sh("\(bare) plugins")
         let paths = plugins.lines.compactMap { line in line.range(of: #""path":"[^"]+""#, options: .regularExpression).map { String(line[$0]) } }
-        #expect(paths.count == 5 && paths.allSatisfy { $0.contains("\(s.home)/moved/lib/msg/plugins/") }, "\(plugins.out)")
+        // scripts/test builds the postgres:// plugin, so it is installed too.
+        let postgresBuilt = FileManager.default.fileExists(atPath: "\(Self.repository)/Plugins/PostgresStore/.build/release/libPostgresStore.so")
+        #expect(paths.count == (postgresBuilt ? 6 : 5) && paths.allSatisfy { $0.contains("\(s.home)/moved/lib/msg/plugins/") }, "\(plugins.out)")
+        if postgresBuilt {
+            let store = "postgres://nobody@127.0.0.1:1/x"
+            let loaded = try s.sh("\(bare) queue count --store \(store)")
+            #expect(loaded.status == 74 && loaded.err.contains("127.0.0.1:1"), "the installed postgres plugin loads and connects: \(loaded.err)")
+        }
         let pipeline = try s.sh("\(bare) compose --to ann --body hi | \(bare) queue add | \(bare) flush | wc -l; ls home/outbox/new | wc -l")
         #expect(pipeline.lines == ["1", "1"], "\(pipeline.err)")
         let completion = try String(contentsOfFile: "\(s.home)/moved/share/bash-completion/completions/msg", encoding: .utf8)

@@ -1,0 +1,147 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// The postgres:// store through the real binary: several workers on one queue, a
+/// worker killed, the server restarted. Needs the throw-away server and the plugin
+/// that `scripts/test` builds and starts; without them these tests fail, naming
+/// what to run. One at a time: one of them restarts the server.
+@Suite(.serialized) struct PostgresTests {
+    /// What `scripts/test` exports for these tests.
+    struct Server {
+        let url: String
+        let plugins: String
+        let control: String
+        let directory: String
+        let password: String
+
+        init() throws {
+            let env = ProcessInfo.processInfo.environment
+            guard let url = env["MSG_TEST_POSTGRES"], let plugins = env["MSG_TEST_POSTGRES_PLUGINS"],
+                  let control = env["MSG_TEST_POSTGRES_CTL"], let directory = env["MSG_TEST_POSTGRES_DIR"],
+                  let password = env["PGPASSWORD"] else {
+                Issue.record("the postgres:// tests need the server and plugin scripts/test starts and builds (MSG_TEST_POSTGRES…); run scripts/test")
+                throw MsgError(.config, "no test server")
+            }
+            (self.url, self.plugins, self.control, self.directory, self.password) = (url, plugins, control, directory, password)
+        }
+
+        /// The environment for msg on a fresh queue (its own PostgreSQL schema).
+        func queue() -> [String: String] {
+            ["MSG_STORE": "\(url)?schema=cli_\(UUID().uuidString.prefix(8).lowercased())",
+             "MSG_PLUGIN_PATH": plugins, "PGPASSWORD": password]
+        }
+    }
+
+    func compose(_ s: Sandbox, _ n: Int, _ env: [String: String]) throws {
+        let r = try s.sh("seq \(n) | awk '{printf \"{\\\"to\\\":\\\"u%d\\\",\\\"body\\\":\\\"m%d\\\"}\\n\", $1, $1}' | msg compose --enqueue | wc -l", env: env)
+        #expect(r.out == "\(n)\n", "\(r.err)")
+    }
+
+    /// Every message is `sent` and in the drop directory exactly once.
+    func expectEachDeliveredOnce(_ s: Sandbox, _ n: Int, _ env: [String: String], _ label: String) throws {
+        let counts = try s.sh("msg queue count; msg queue count --status sent", env: env)
+        #expect(counts.lines == ["\(n)", "\(n)"], "\(label): \(counts.out) \(counts.err)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: s.home + "/outbox/new").filter { $0.hasSuffix(".json") }
+        #expect(files.count == n, "\(label): \(files.count) files for \(n) messages")
+        let stored = Set(ids(try s.sh("msg queue ls", env: env).out))
+        #expect(Set(files.map { String($0.dropLast(5)) }) == stored, "\(label): the drop and the queue disagree")
+    }
+
+    @Test func fourWorkersShareTheQueueAndDeliverEachMessageOnce() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        try compose(s, 4000, env)
+        let r = try s.sh("""
+            for w in 1 2 3 4; do msg flush --batch 64 > out$w 2> err$w & done
+            status=0; for job in $(jobs -p); do wait $job || status=$?; done; echo "exit $status"
+            cat out1 out2 out3 out4 | wc -l
+            cat out1 out2 out3 out4 | cut -c8-43 | sort | uniq -d | wc -l
+            for w in 1 2 3 4; do [ -s out$w ] && echo worked; done | wc -l
+            cat err1 err2 err3 err4
+            """, env: env)
+        #expect(r.lines.prefix(3) == ["exit 0", "4000", "0"], "\(r.out) \(r.err)")
+        #expect((Int(r.lines.count > 3 ? r.lines[3] : "") ?? 0) >= 2, "the work was shared: \(r.out)")
+        try expectEachDeliveredOnce(s, 4000, env, "four workers")
+    }
+
+    @Test func aWorkerKilledMidFlushIsRecoveredFromAnotherProcess() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        try compose(s, 3000, env)
+        // Worker a is killed once it has reported 300 messages, while worker b goes
+        // on; recover runs beside b, and must leave b's live leases alone.
+        let r = try s.sh("""
+            msg flush --batch 32 > a & pa=$!
+            msg flush --batch 32 > b & pb=$!
+            until [ "$(wc -l < a)" -ge 300 ] || ! kill -0 $pa 2>/dev/null; do sleep 0.01; done
+            kill -9 $pa; wait $pa; echo "a $?"
+            msg recover --stale-after 0s > recovered; echo "recover $?"
+            wait $pb; echo "b $?"
+            msg recover --stale-after 0s >> recovered; msg flush > c; echo "again $?"
+            cat a b c | cut -c8-43 | sort | uniq -d | wc -l
+            """, env: env)
+        #expect(r.lines == ["a 137", "recover 0", "b 0", "again 0", "0"], "\(r.out) \(r.err)")
+        try expectEachDeliveredOnce(s, 3000, env, "after the kill")
+        let history = try records(try s.sh("msg queue ls --history", env: env).out)
+        let recovered = history.filter { $0.history.contains { $0.event == "recovered" } }
+        #expect(recovered.allSatisfy { $0.history.filter { $0.event == "attempt" }.count <= 2 }, "a message was attempted more than twice")
+    }
+
+    @Test func aServerRestartDuringAFlushFailsClearlyAndLosesNothing() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        try compose(s, 5000, env)
+        let r = try s.sh("""
+            msg flush --batch 32 > a 2> err & p=$!
+            until [ "$(wc -l < a)" -ge 200 ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
+            "$MSG_TEST_POSTGRES_CTL" restart "$MSG_TEST_POSTGRES_DIR"
+            wait $p; echo "flush $?"
+            cat err
+            """, env: env.merging(["MSG_TEST_POSTGRES_CTL": server.control, "MSG_TEST_POSTGRES_DIR": server.directory]) { $1 })
+        let status = r.lines.first ?? ""
+        #expect(status == "flush 74" || status == "flush 75", "\(r.out) \(r.err)")
+        let said = r.lines.dropFirst().filter { $0.hasPrefix("msg: ") }
+        #expect(said.count == 1 && said[0].contains("127.0.0.1"), "one clear line naming the server: \(r.out)")
+        let again = try s.sh("msg recover --stale-after 0s > /dev/null; msg flush > b; echo $?; cat a b | cut -c8-43 | sort | uniq -d | wc -l", env: env)
+        #expect(again.lines == ["0", "0"], "\(again.out) \(again.err)")
+        try expectEachDeliveredOnce(s, 5000, env, "after the restart")
+    }
+
+    @Test func thePasswordComesFromTheEnvironmentOrAPassFileNeverTheURL() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        var env = server.queue()
+        let store = env["MSG_STORE"]!
+        env["PGPASSWORD"] = nil
+        let port = store.split(separator: ":")[2].split(separator: "/")[0]
+        let pgpass = try s.file("pgpass", "127.0.0.1:\(port):msgtest:msg:\(server.password)\n")
+        chmod(pgpass, 0o600)
+        let viaFile = try s.sh("unset PGPASSWORD; PGPASSFILE=\(pgpass) msg queue count", env: env)
+        #expect(viaFile.status == 0 && viaFile.out == "0\n", "\(viaFile.err)")
+        chmod(pgpass, 0o644)
+        let open = try s.sh("unset PGPASSWORD; PGPASSFILE=\(pgpass) msg queue count", env: env)
+        #expect(open.status == 78 && open.err.contains("chmod 0600"), "\(open.err)")
+        let wrong = try s.sh("PGPASSWORD=wrong msg queue count", env: env)
+        #expect(wrong.status == 78 && wrong.err.contains("password authentication failed"), "\(wrong.err)")
+        let inURL = store.replacingOccurrences(of: "postgres://msg@", with: "postgres://msg:\(server.password)@")
+        let refused = try s.sh("msg queue count --store '\(inURL)'", env: env)
+        #expect(refused.status == 78 && !refused.err.contains(server.password), "\(refused.err)")
+    }
+
+    @Test func aQueueInPostgresFlushesOverTCP() throws {
+        // Both plugins carry SwiftNIO; one process loads the two.
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        let listener = try ListenerProcess(s, ["--into", "file:\(s.home)/outbox"])
+        try compose(s, 500, env)
+        let r = try s.sh("msg flush --transport \(listener.url) | wc -l", env: env)
+        #expect(r.out == "500\n", "\(r.err)")
+        _ = listener.stop()
+        try expectEachDeliveredOnce(s, 500, env, "over tcp")
+    }
+}
