@@ -214,13 +214,7 @@ public final class SQLiteStore: Store {
     }
 
     static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
-        let value: JSONValue
-        do throws(JSONParser.Failure) {
-            value = try JSONParser.parse(json)
-        } catch {
-            throw MsgError(.corrupt, "a stored record is not valid JSON: \(error)")
-        }
-        return try Message(json: value)
+        try Message(storedJSON: json)
     }
 
     /// Runs `body`; when the database turns out to be damaged, moves it aside and

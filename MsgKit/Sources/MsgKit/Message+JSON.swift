@@ -35,6 +35,19 @@ extension Message {
         try self.init(json: value)
     }
 
+    /// Reads a record a store kept as JSON text.
+    /// - Throws: `MsgError.corrupt` for invalid JSON (stored text that does not parse
+    ///   means a damaged store); a wrong field as ``init(json:)`` reports it.
+    public init(storedJSON json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+        let value: JSONValue
+        do throws(JSONParser.Failure) {
+            value = try JSONParser.parse(json)
+        } catch {
+            throw MsgError(.corrupt, "a stored record is not valid JSON: \(error)")
+        }
+        try self.init(json: value)
+    }
+
     /// Writes the record as one compact JSON object (no newline).
     /// `includeHistory: false` leaves `history` out, as `queue ls` does. `history`
     /// is always the last key, so a store may keep it apart and splice it back.

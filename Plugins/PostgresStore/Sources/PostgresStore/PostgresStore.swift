@@ -203,13 +203,7 @@ public final class PostgresStore: Store {
     }
 
     private static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
-        let value: JSONValue
-        do throws(JSONParser.Failure) {
-            value = try JSONParser.parse(json)
-        } catch {
-            throw MsgError(.corrupt, "a stored record is not valid JSON: \(error)")
-        }
-        return try Message(json: value)
+        try Message(storedJSON: json)
     }
 
     private static func corrupt(_ what: String, _ error: any Error) -> MsgError {
