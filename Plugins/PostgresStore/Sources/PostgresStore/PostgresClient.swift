@@ -94,7 +94,9 @@ final class PostgresClient {
             case "28000", "28P01", "3D000", "42501", "3F000":
                 return MsgError(.config, "\(what): \(text) (SQLSTATE \(state))", underlying: sendable)
             default:
-                return MsgError(.storeIO, "\(what): \(text) (SQLSTATE \(state))", underlying: sendable)
+                // Name the server: a restart or shutdown (57P01) reaches us as one of these.
+                let at = what.contains(address.display) ? "" : " (\(address.display))"
+                return MsgError(.storeIO, "\(what)\(at): \(text) (SQLSTATE \(state))", underlying: sendable)
             }
         }
         switch psql.code {
