@@ -16,11 +16,11 @@ public struct JSONParser {
         public var description: String { "\(reason) at column \(column)" }
     }
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
     private var depth = 0
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     /// Parses exactly one JSON value from `bytes` (surrounding whitespace allowed).
     /// - Throws: ``Failure`` naming the problem and its column.
@@ -43,11 +43,11 @@ public struct JSONParser {
         try parse(Array(text.utf8))
     }
 
-    private func fail(_ reason: String, at position: Int? = nil) -> Failure {
+    func fail(_ reason: String, at position: Int? = nil) -> Failure {
         Failure(reason: reason, column: (position ?? index) + 1)
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -56,7 +56,7 @@ public struct JSONParser {
         }
     }
 
-    private mutating func parseValue() throws(Failure) -> JSONValue {
+    mutating func parseValue() throws(Failure) -> JSONValue {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -84,10 +84,12 @@ public struct JSONParser {
         }
     }
 
-    private mutating func enter() throws(Failure) {
+    mutating func enter() throws(Failure) {
         depth += 1
         if depth > Self.maxDepth { throw fail("nesting deeper than \(Self.maxDepth) levels") }
     }
+
+    mutating func leave() { depth -= 1 }
 
     private mutating func parseObject() throws(Failure) -> JSONValue {
         try enter()
@@ -168,7 +170,7 @@ public struct JSONParser {
 
     private func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
 
-    private mutating func parseString() throws(Failure) -> String {
+    mutating func parseString() throws(Failure) -> String {
         index += 1
         let start = index
         // Fast path: no escapes, ASCII or valid UTF-8 up to the closing quote.

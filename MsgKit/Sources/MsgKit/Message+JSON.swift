@@ -39,6 +39,12 @@ extension Message {
     /// - Throws: `MsgError.corrupt` for invalid JSON (stored text that does not parse
     ///   means a damaged store); a wrong field as ``init(json:)`` reports it.
     public init(storedJSON json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+        // The shape msg writes, read straight from the bytes; anything else (and every
+        // error) goes the general way.
+        if let message = RecordDecoder.decode(json) {
+            self = message
+            return
+        }
         let value: JSONValue
         do throws(JSONParser.Failure) {
             value = try JSONParser.parse(json)

@@ -64,7 +64,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         self = parsed
     }
 
-    private static func parse(rfc3339 b: UnsafeBufferPointer<UInt8>) -> Timestamp? {
+    static func parse(rfc3339 b: UnsafeBufferPointer<UInt8>) -> Timestamp? {
         guard b.count >= 20 else { return nil }
         func num(_ start: Int, _ count: Int) -> Int64? {
             guard start + count <= b.count else { return nil }
