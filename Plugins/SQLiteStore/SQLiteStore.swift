@@ -102,7 +102,8 @@ public final class SQLiteStore: Store {
         if changes.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
             try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
-                try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected) }
+                let s = try replaceStatement()
+                return try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected, s) }
             }
         }
     }
@@ -111,8 +112,9 @@ public final class SQLiteStore: Store {
         if removals.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
             try db.transaction("removing \(removals.count) messages") { () throws(MsgError) in
-                try removals.map { (r) throws(MsgError) -> Bool in
-                    let s = try db.statement("DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))")
+                let s = try db.statement("DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))")
+                return try removals.map { (r) throws(MsgError) -> Bool in
+                    s.reset()
                     s.bind(1, r.id)
                     s.bind(2, r.statuses.map { SQLiteQuery.jsonArray($0.map(\.rawValue).sorted()) })
                     try s.run("removing a message")
@@ -153,7 +155,8 @@ public final class SQLiteStore: Store {
                 // every compare-and-set applies; checking keeps the result honest.
                 let encoded = Self.encodeAll(taken.map(\.message))
                 var claimed: [Message] = []
-                for (i, r) in encoded.enumerated() where try replace(r, expected: taken[i].expected) { claimed.append(r.message) }
+                let update = try replaceStatement()
+                for (i, r) in encoded.enumerated() where try replace(r, expected: taken[i].expected, update) { claimed.append(r.message) }
                 return claimed
             }
         }
@@ -199,15 +202,21 @@ public final class SQLiteStore: Store {
         return try Self.decode(s.bytes(0))
     }
 
-    /// Replaces a record if its status is still `expected`. `created_at` is left out
-    /// of the SET list on purpose: it never changes, and naming it would make SQLite
-    /// rewrite the FIFO index entry of every updated row.
-    private func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
-        let s = try db.statement("""
+    /// The statement of ``replace(_:expected:_:)``, fetched once per batch: the cache
+    /// is keyed by the SQL text, which costs a hash of it on every lookup.
+    /// `created_at` is left out of the SET list on purpose: it never changes, and
+    /// naming it would make SQLite rewrite the FIFO index entry of every updated row.
+    private func replaceStatement() throws(MsgError) -> SQLiteStatement {
+        try db.statement("""
             UPDATE messages SET status = ?2, recipient = ?3, updated_at = ?5, due_at = ?6,
                 lease_until = ?7, record = ?8, history_at = ?9
             WHERE id = ?1 AND status = ?10
             """)
+    }
+
+    /// Replaces a record if its status is still `expected`, with `s` from ``replaceStatement()``.
+    private func replace(_ r: EncodedMessage, expected: Status, _ s: SQLiteStatement) throws(MsgError) -> Bool {
+        s.reset()
         s.bind(10, expected.rawValue)
         try RowEncoder.run(r, s, "updating a message")
         return db.changes == 1
