@@ -43,7 +43,7 @@ public struct JSONParser {
         try parse(Array(text.utf8))
     }
 
-    func fail(_ reason: String, at position: Int? = nil) -> Failure {
+    private func fail(_ reason: String, at position: Int? = nil) -> Failure {
         Failure(reason: reason, column: (position ?? index) + 1)
     }
 

@@ -54,6 +54,27 @@ public struct Message: Sendable, Equatable {
         self.extra = []
     }
 
+    /// Every field at once, for the decoders.
+    init(id: String, to: String, from: String?, body: String, headers: [(key: String, value: String)], status: Status,
+         attempts: Int, createdAt: Timestamp, updatedAt: Timestamp, notBefore: Timestamp?, nextAttemptAt: Timestamp?,
+         lastError: Failure?, lease: Lease?, history: [Event], extra: [JSONValue.Member]) {
+        self.id = id
+        self.to = to
+        self.from = from
+        self.body = body
+        self.headers = headers
+        self.status = status
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.notBefore = notBefore
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.lease = lease
+        self.history = history
+        self.extra = extra
+    }
+
     /// The error of a failed attempt, as kept in `last_error` and history.
     public struct Failure: Sendable, Equatable {
         /// The error class name: `timeout`, `unreachable`, `rate_limited`, `remote`, `rejected`…

@@ -3,10 +3,9 @@
 ///
 /// It reads the shape msg itself writes: each value of its type. Anything else (a null
 /// where a value is required, a wrong type, a missing field, a repeated unknown key,
-/// invalid JSON) makes it give up and return nil, so the
-/// general path (``JSONParser`` then ``FieldReader``) decides that record and words
-/// its error. On every record it accepts the two paths agree (RecordDecoderTests
-/// checks generated records both ways).
+/// invalid JSON) makes it give up and return nil, so the general path (``JSONParser``
+/// then ``FieldReader``) decides that record and words its error. On every record it
+/// accepts the two paths agree (RecordDecoderTests checks generated records both ways).
 @_spi(Testing) public struct RecordDecoder {
     /// Giving up: the general path takes over.
     private struct GiveUp: Error {}
@@ -290,28 +289,5 @@
     private mutating func status() throws(GiveUp) -> Status {
         guard let s = Status(rawValue: try string()) else { throw GiveUp() }
         return s
-    }
-}
-
-extension Message {
-    /// Every field at once, for the decoders.
-    init(id: String, to: String, from: String?, body: String, headers: [(key: String, value: String)], status: Status,
-         attempts: Int, createdAt: Timestamp, updatedAt: Timestamp, notBefore: Timestamp?, nextAttemptAt: Timestamp?,
-         lastError: Failure?, lease: Lease?, history: [Event], extra: [JSONValue.Member]) {
-        self.id = id
-        self.to = to
-        self.from = from
-        self.body = body
-        self.headers = headers
-        self.status = status
-        self.attempts = attempts
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.notBefore = notBefore
-        self.nextAttemptAt = nextAttemptAt
-        self.lastError = lastError
-        self.lease = lease
-        self.history = history
-        self.extra = extra
     }
 }
