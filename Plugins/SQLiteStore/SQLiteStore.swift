@@ -133,34 +133,40 @@ public final class SQLiteStore: Store {
                 let (sql, binder) = SQLiteQuery.select("record", unlimited)
                 let s = try db.statement(sql)
                 binder(s)
-                // Rows are read in chunks; decoding a chunk and encoding what was claimed
-                // are pure work, split over the cores. The transform and the writes stay
-                // on this thread, in FIFO order.
-                var taken: [(message: Message, expected: Status)] = []
+                // Rows are read in chunks of at most `claimChunk`, so a claim of
+                // everything never holds every row's text, decoded record and new text
+                // at once. Decoding a chunk and encoding what it claimed are pure work,
+                // split over the cores; the transform and the writes stay on this
+                // thread, in FIFO order.
+                var taken: [(record: EncodedMessage, expected: Status)] = []
                 var more = true
                 while more && taken.count < limit {
                     var rows: [[UInt8]] = []
-                    let want = limit - taken.count
+                    let want = min(limit - taken.count, Self.claimChunk)
                     while rows.count < want {
                         guard try s.step("claiming messages") else { more = false; break }
                         rows.append(Array(s.bytes(0)))
                     }
+                    var changed: [(message: Message, expected: Status)] = []
                     for m in try Self.decodeAll(rows) {
-                        if taken.count == limit { more = false; break }
-                        if let changed = try transform(m) { taken.append((changed, m.status)) }
+                        if taken.count + changed.count == limit { more = false; break }
+                        if let x = try transform(m) { changed.append((x, m.status)) }
                     }
+                    for (r, c) in zip(Self.encodeAll(changed.map(\.message)), changed) { taken.append((r, c.expected)) }
                 }
                 s.reset()
                 // Inside the write transaction nobody else can change these rows, so
                 // every compare-and-set applies; checking keeps the result honest.
-                let encoded = Self.encodeAll(taken.map(\.message))
                 var claimed: [Message] = []
                 let update = try replaceStatement()
-                for (i, r) in encoded.enumerated() where try replace(r, expected: taken[i].expected, update) { claimed.append(r.message) }
+                for t in taken where try replace(t.record, expected: t.expected, update) { claimed.append(t.record.message) }
                 return claimed
             }
         }
     }
+
+    /// The most rows a claim reads before deciding on them.
+    static let claimChunk = 4096
 
     /// Decodes rows on all cores (in order). - Throws: `corrupt` for the first bad row.
     static func decodeAll(_ rows: [[UInt8]]) throws(MsgError) -> [Message] {
