@@ -100,15 +100,20 @@ final class PostgresClient {
             }
         }
         switch psql.code {
-        case .serverClosedConnection, .uncleanShutdown:
+        case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+            // A query still waiting when the server went away fails as the client
+            // closing: either way the connection is gone, not the query wrong.
             return MsgError(.storeIO, "\(what): \(address.display) closed the connection; work not committed was not stored", underlying: sendable)
         case .sslUnsupported:
             return MsgError(.config, "\(what): the server does not offer TLS, and sslmode=\(address.tls.rawValue) requires it", underlying: sendable)
         case .authMechanismRequiresPassword:
             return MsgError(.config, "\(what): the server wants a password; set PGPASSWORD or add it to ~/.pgpass", underlying: sendable)
         default:
+            // An error wrapping another PostgresNIO error says what the inner one says.
+            if let inner = psql.underlying, inner is PSQLError { return self.error(inner, what, address) }
             let cause = psql.underlying.map(reason) ?? "\(psql.code)"
-            return MsgError(.storeIO, "\(what): \(cause)", underlying: sendable)
+            let at = what.contains(address.display) ? "" : " (\(address.display))"
+            return MsgError(.storeIO, "\(what)\(at): \(cause)", underlying: sendable)
         }
     }
 
