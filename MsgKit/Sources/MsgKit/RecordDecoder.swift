@@ -102,7 +102,7 @@
 
     private mutating func history() throws(GiveUp) -> [Message.Event] {
         var events: [Message.Event] = []
-        try array { (d) throws(GiveUp) in
+        try list(UInt8(ascii: "["), UInt8(ascii: "]")) { (d) throws(GiveUp) in
             var at: Timestamp?, event: String?, status: Status?, error: Message.Failure?
             var extra: [JSONValue.Member] = []
             try d.object(keys: Self.eventKeys) { (d, k, name) throws(GiveUp) in
@@ -136,49 +136,33 @@
     /// and its name for others) with the reader at the value, which `member` must read.
     /// A known key seen twice is read twice: the last wins, as on the general path.
     private mutating func object(keys: [[UInt8]], _ member: (inout RecordDecoder, Int, String) throws(GiveUp) -> Void) throws(GiveUp) {
-        try expect(UInt8(ascii: "{"))
-        try enter()
-        p.skipWhitespace()
-        if try peek() == UInt8(ascii: "}") {
-            p.index += 1
-            p.leave()
-            return
+        try list(UInt8(ascii: "{"), UInt8(ascii: "}")) { (d) throws(GiveUp) in
+            let (k, name) = try d.key(keys)
+            d.p.skipWhitespace()
+            try d.expect(UInt8(ascii: ":"))
+            d.p.skipWhitespace()
+            try member(&d, k, name)
         }
-        while true {
-            p.skipWhitespace()
-            let (k, name) = try key(keys)
-            p.skipWhitespace()
-            try expect(UInt8(ascii: ":"))
-            p.skipWhitespace()
-            try member(&self, k, name)
-            p.skipWhitespace()
-            let next = try peek()
-            p.index += 1
-            if next == UInt8(ascii: ",") { continue }
-            if next == UInt8(ascii: "}") { break }
-            throw GiveUp()
-        }
-        p.leave()
     }
 
-    private mutating func array(_ element: (inout RecordDecoder) throws(GiveUp) -> Void) throws(GiveUp) {
-        try expect(UInt8(ascii: "["))
+    /// Reads `open`, then items separated by commas up to `close` (there may be none),
+    /// one nesting level deeper. `item` reads each, starting past any whitespace.
+    private mutating func list(_ open: UInt8, _ close: UInt8, _ item: (inout RecordDecoder) throws(GiveUp) -> Void) throws(GiveUp) {
+        try expect(open)
         try enter()
         p.skipWhitespace()
-        if try peek() == UInt8(ascii: "]") {
+        if try peek() == close {
             p.index += 1
-            p.leave()
-            return
-        }
-        while true {
-            p.skipWhitespace()
-            try element(&self)
-            p.skipWhitespace()
-            let next = try peek()
-            p.index += 1
-            if next == UInt8(ascii: ",") { continue }
-            if next == UInt8(ascii: "]") { break }
-            throw GiveUp()
+        } else {
+            while true {
+                p.skipWhitespace()
+                try item(&self)
+                p.skipWhitespace()
+                let next = try peek()
+                p.index += 1
+                if next == close { break }
+                guard next == UInt8(ascii: ",") else { throw GiveUp() }
+            }
         }
         p.leave()
     }
