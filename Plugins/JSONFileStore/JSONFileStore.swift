@@ -8,8 +8,11 @@ import MsgKit
 /// - A record line replaces any earlier line with the same id; `{"$deleted":ID}`
 ///   deletes. Reading the file from the start rebuilds the queue.
 /// - Each call is one `write` of all its lines and one `fsync` (group commit).
-/// - A torn last line (no newline: a crash mid-write, never acknowledged) is cut off
-///   by the next writer. A damaged complete line is corruption: the file is moved
+/// - A last line without its newline is kept when it is a whole record (a file
+///   edited by hand, or restored by a tool that strips the last newline): the next
+///   writer adds the newline. One that is not (a crash mid-write, never
+///   acknowledged) is cut off by the next writer, its bytes kept in
+///   `PATH.torn-<time>`. A damaged complete line is corruption: the file is set
 ///   aside for inspection and the call fails with `corrupt`; it is never emptied.
 /// - When dead lines outnumber live records the file is compacted atomically
 ///   (temporary file, fsync, rename, fsync of the directory).
@@ -17,19 +20,32 @@ import MsgKit
 ///   lock is on a separate file because compaction replaces the data file's inode.
 public final class JSONFileStore: Store {
     let path: String
+    private let access: StoreAccess
     private let lockFD: Int32
     private var dataFD: Int32 = -1
     private var identity: (dev: UInt64, ino: UInt64) = (0, 0)
     private var state = StoreState()
 
-    /// Opens (creating when missing) the store at `url.path`.
-    /// - Throws: `config` without a path; `storeIO` when the file cannot be opened.
-    public init(url: PluginURL) throws(MsgError) {
+    /// Opens the store at `url.path`: for `.write` creating its directory when
+    /// missing; for `.read` an existing store only.
+    /// - Throws: `config` without a path; `storeIO` when the file cannot be opened
+    ///   (or, for `.read`, does not exist).
+    public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the json: store needs a path, e.g. json:/var/lib/msg/queue.json") }
         path = url.path
-        try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
-        lockFD = try SystemCalls.open(path + ".lock", O_RDWR | O_CREAT, mode: 0o600, code: .storeIO)
+        self.access = access
+        if access == .write {
+            try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
+            // The store exists from now on, empty until the first write.
+            close(try SystemCalls.open(path, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600, code: .storeIO))
+        } else if !SystemCalls.exists(path) {
+            throw DamagedFile.noStore(at: path)
+        }
+        // Never through a link planted at the lock's name: flock needs no write access.
+        lockFD = try SystemCalls.open(path + ".lock", O_RDONLY | O_CREAT | O_NOFOLLOW, mode: 0o600, code: .storeIO)
     }
+
+    public func setAside() -> [String] { DamagedFile.setAside(besides: path) }
 
     deinit {
         if dataFD >= 0 { close(dataFD) }
@@ -183,13 +199,40 @@ public final class JSONFileStore: Store {
             state = StoreState()
             identity = (0, 0)
             if writer { throw try moveAside(line: error.line, reason: error.reason) }
-            throw MsgError(.corrupt, "\(path) is damaged at line \(error.line) (\(error.reason)); the next msg command that writes will move it aside")
+            throw MsgError(.corrupt, "\(path) is damaged at line \(error.line) (\(error.reason)); the next msg command that writes will set it aside")
         }
-        if consumed < bytes.count && writer {
-            // A torn last line from a crashed writer: never acknowledged, cut it off.
-            if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }
+        if consumed < bytes.count {
+            try settleLastLine(Array(bytes[consumed...]), writer: writer)
+        }
+    }
+
+    /// A last line without its newline. A whole record is kept: a writer adds the
+    /// newline, a reader applies it without moving past it. Anything else is a torn
+    /// write (never acknowledged): a writer keeps its bytes in `PATH.torn-<time>` and
+    /// cuts it off; a reader ignores it.
+    private func settleLastLine(_ tail: [UInt8], writer: Bool) throws(MsgError) {
+        let whole = (try? StoreState.record(tail)) != nil
+        if whole && !writer {
+            _ = try? state.applyUnterminated(tail)
+            return
+        }
+        guard writer else { return }
+        if whole {
+            try SystemCalls.writeAll(dataFD, [0x0A], code: .storeIO, what: path)
             try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
+            var line = tail
+            line.append(0x0A)
+            do throws(StoreState.Damage) { _ = try state.apply(line) } catch { throw MsgError(.corrupt, "\(path): \(error.reason)") }
+            return
         }
+        let kept = DamagedFile.asideName(path, at: .now(), infix: ".torn-")
+        let fd = try SystemCalls.createExclusive(kept, code: .storeIO)
+        defer { close(fd) }
+        try SystemCalls.writeAll(fd, tail, code: .storeIO, what: kept)
+        try SystemCalls.fsync(fd, code: .storeIO, what: kept)
+        try SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
+        if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }
+        try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
     }
 
     private func readFrom(_ offset: Int) throws(MsgError) -> [UInt8] {
@@ -197,15 +240,20 @@ public final class JSONFileStore: Store {
         return try SystemCalls.readToEnd(dataFD, code: .storeIO, what: path)
     }
 
-    /// Moves a damaged file aside (as Postfix's `corrupt` queue) and says where.
+    /// Sets a damaged file aside (as Postfix's `corrupt` queue) and says where. Under
+    /// the exclusive lock, just after reading it: the file at `path` is the one found
+    /// damaged, and no other msg process can move it meanwhile.
     private func moveAside(line: Int, reason: String) throws(MsgError) -> MsgError {
-        let aside = "\(path).corrupt-\(Timestamp.now().milliseconds)"
-        guard rename(path, aside) == 0 else { return SystemCalls.error(.corrupt, "\(path) is damaged at line \(line) (\(reason)) and cannot be moved aside") }
-        try SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
+        let aside: String
+        do throws(MsgError) {
+            aside = try DamagedFile.moveAside(path, code: .corrupt)
+        } catch {
+            return MsgError(.corrupt, "\(path) is damaged at line \(line) (\(reason)) and cannot be set aside: \(error.message)")
+        }
         close(dataFD)
         dataFD = -1
         state = StoreState()
-        return MsgError(.corrupt, "\(path) is damaged at line \(line) (\(reason)); it was moved to \(aside) for inspection and nothing was changed")
+        return MsgError(.corrupt, "\(path) is damaged at line \(line) (\(reason)); it was moved to \(aside) for inspection and nothing was changed; the next command starts a new, empty store")
     }
 
     /// Rewrites the file with only the live records, atomically.
@@ -230,6 +278,6 @@ public final class JSONFileStore: Store {
 @_cdecl("msg_plugin_register")
 public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
     PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "JSONFileStore", version: MsgVersion.current) { r in
-        r.store(scheme: "json") { url throws(MsgError) in try JSONFileStore(url: url) }
+        r.store(scheme: "json") { url, access throws(MsgError) in try JSONFileStore(url: url, access: access) }
     }
 }

@@ -39,14 +39,34 @@ struct StoreState {
         return start
     }
 
-    private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+    /// Applies a whole record line that lacks its newline, without moving ``offset``
+    /// past it: the next read sees it again, with whatever follows by then.
+    mutating func applyUnterminated(_ line: [UInt8]) throws(MsgError) {
+        try line.withUnsafeBufferPointer { (b) throws(MsgError) in try applyLine(b) }
+    }
+
+    /// What one line holds: a record, or the id of a deletion.
+    enum Line {
+        case record(Message)
+        case deleted(String)
+    }
+
+    /// Reads one line (without its newline). - Throws: `corrupt` when it is neither.
+    static func record(_ line: [UInt8]) throws(MsgError) -> Line {
+        try line.withUnsafeBufferPointer { (b) throws(MsgError) in try read(b) }
+    }
+
+    private static func read(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Line {
         let value: JSONValue
         do throws(JSONParser.Failure) { value = try JSONParser.parse(line) } catch { throw MsgError(.corrupt, "invalid JSON: \(error)") }
-        if let deleted = value["$deleted"]?.stringValue {
-            records[deleted] = nil
-            return
+        if let deleted = value["$deleted"]?.stringValue { return .deleted(deleted) }
+        return .record(try Message(json: value))
+    }
+
+    private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+        switch try Self.read(line) {
+        case .deleted(let id): records[id] = nil
+        case .record(let m): records[m.id] = m
         }
-        let m = try Message(json: value)
-        records[m.id] = m
     }
 }

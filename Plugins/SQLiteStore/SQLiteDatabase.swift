@@ -8,18 +8,48 @@ import MsgKit
 /// statements, `BEGIN IMMEDIATE` transactions, errors as ``MsgError``.
 final class SQLiteDatabase {
     let path: String
+    let access: StoreAccess
+    /// A descriptor of the database file, open as long as the connection: it says
+    /// which file this connection works on, so a file another process has set aside
+    /// (and maybe replaced by a new store) is never mistaken for the one at `path`.
+    private let file: Int32
     private var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
 
-    /// Opens (creating, mode 0600) the database at `path`, WAL with `synchronous=FULL`,
-    /// waiting up to `busyTimeout` ms for other processes' locks.
-    /// - Throws: `storeIO` when it cannot be opened, `corrupt` when it is not a database.
-    init(path: String, busyTimeout: Int32 = 30_000) throws(MsgError) {
+    /// Opens the database at `path`, waiting up to `busyTimeout` ms for other
+    /// processes' locks. For `.write` a missing file is created (mode 0600, as its
+    /// -wal and -shm files then are); for `.read` it is an error.
+    /// - Throws: `storeIO` when it cannot be opened or does not exist (`.read`);
+    ///   `config` when the file is not a SQLite database or is another application's.
+    init(path: String, access: StoreAccess, busyTimeout: Int32 = 30_000) throws(MsgError) {
         self.path = path
-        // SQLite creates files 0644; make the file first so it is the owner's only.
-        // Its -wal and -shm files take the same mode.
-        let fd = try SystemCalls.open(path, O_RDWR | O_CREAT, mode: 0o600, code: .storeIO)
-        close(fd)
+        self.access = access
+        if access == .write {
+            // SQLite creates files 0644; make the file first so it is the owner's only.
+            file = try SystemCalls.open(path, O_RDONLY | O_CREAT, mode: 0o600, code: .storeIO)
+        } else {
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                if errno == ENOENT { throw Self.missing(path) }
+                throw SystemCalls.error(.storeIO, "cannot open store \(path)")
+            }
+            file = fd
+        }
+        do throws(MsgError) {
+            switch try SQLiteHeader.read(file, path: path) {
+            case .notSQLite:
+                throw MsgError(.config, "\(path) is not a SQLite database, so it is not a msg store; msg left it as it is (check --store or MSG_STORE)")
+            case .sqlite(ours: false, _, let application) where application != 0:
+                throw MsgError(.config, "\(path) is the SQLite database of another application (application id \(application)), not a msg store; msg left it as it is")
+            case .empty where access == .read:
+                throw Self.missing(path)
+            default:
+                break
+            }
+        } catch {
+            close(file)
+            throw error
+        }
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
         handle = db
@@ -27,15 +57,37 @@ final class SQLiteDatabase {
             let error = SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "")
             sqlite3_close_v2(db)
             handle = nil
+            close(file)
             throw error.msgError(path: path, while: "opening it")
         }
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeout)
     }
 
+    /// The error for a store that is not there (read access).
+    static func missing(_ path: String) -> MsgError {
+        DamagedFile.noStore(at: path, companions: ["-wal", "-shm"])
+    }
+
+    /// Whether the file at `path` is still the one this connection works on.
+    func isStillAtPath() -> Bool {
+        var mine = stat(), there = stat()
+        guard fstat(file, &mine) == 0, stat(path, &there) == 0 else { return false }
+        return mine.st_dev == there.st_dev && mine.st_ino == there.st_ino
+    }
+
+    /// What the header of this connection's file says now.
+    func header() -> SQLiteHeader.Kind? {
+        try? SQLiteHeader.read(file, path: path)
+    }
+
     deinit {
         statements.removeAll()
+        // A connection to a file that was set aside does not delete `path-wal` (by
+        // then maybe a new store's journal) when it closes: SQLite checks that the
+        // file has not moved before it checkpoints and deletes its journal.
         sqlite3_close_v2(handle)
+        close(file)
     }
 
     /// The error for result `rc` while doing `what`.

@@ -21,7 +21,7 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
         case SQLITE_FULL:
             return MsgError(.storeIO, "store \(path): the disk is full while \(what); nothing in this batch was stored", underlying: self)
         case SQLITE_READONLY:
-            return MsgError(.storeIO, "store \(path) is read-only; cannot \(what)", underlying: self)
+            return MsgError(.storeIO, "store \(path) cannot be written: the file or its directory is read-only (while \(what))", underlying: self)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return MsgError(.storeIO, "store \(path) stayed locked by another process while \(what)", underlying: self)
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:

@@ -7,30 +7,42 @@ import Synchronization
 /// committed batch survives power loss; `BEGIN IMMEDIATE` for every write, so
 /// compare-and-set and claims are atomic across processes.
 ///
-/// A damaged database is moved aside (`PATH.corrupt-<ms>`, with its -wal and -shm)
-/// and the call fails with `corrupt`: the queue is never silently emptied.
+/// A damaged msg store is set aside (`PATH.corrupt-<time>`, with its -wal and -shm)
+/// by a command that writes, and the call fails with `corrupt`: the queue is never
+/// silently emptied. Only the file this connection found damaged is moved, decided
+/// under a lock on the directory, so two processes that found one file damaged never
+/// move the new store the first one left in its place. A file that is not a msg
+/// store is never moved or changed.
 public final class SQLiteStore: Store {
     private let db: SQLiteDatabase
     let path: String
 
-    /// Opens (creating when missing) the store at `url.path`.
-    /// - Throws: `config` without a path; `storeIO`, `corrupt`.
-    public init(url: PluginURL) throws(MsgError) {
+    /// Opens the store at `url.path`: for `.write` creating it (and its directory)
+    /// when missing; for `.read` an existing store only.
+    /// - Throws: `config` without a path, or for a file that is not a msg store;
+    ///   `storeIO` (a missing store for `.read`), `corrupt`.
+    public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the sqlite: store needs a path, e.g. sqlite:/var/lib/msg/queue.sqlite") }
         path = url.path
-        try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
-        db = try SQLiteDatabase(path: path)
-        try guarded { () throws(MsgError) in
-            try db.execute("PRAGMA synchronous=FULL", "setting durability")
-            try SQLiteSchema.migrate(db)
+        if access == .write {
+            try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
         }
+        db = try SQLiteDatabase(path: path, access: access)
+        try guarded { () throws(MsgError) in
+            try db.execute("PRAGMA synchronous=FULL", "opening it")
+            if access == .write { try SQLiteSchema.migrate(db) } else { try SQLiteSchema.check(db) }
+        }
+    }
+
+    public func setAside() -> [String] {
+        DamagedFile.setAside(besides: path, companions: ["-wal", "-shm"])
     }
 
     // MARK: Store
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
-        return try guarded { () throws(MsgError) in
+        let stored = try guarded { () throws(MsgError) in
             try db.transaction("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
                     INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at)
@@ -50,6 +62,12 @@ public final class SQLiteStore: Store {
                 return results
             }
         }
+        // Committed, but into the queue only if no other process has set the file
+        // aside meanwhile: the caller acknowledges these records to the user.
+        guard db.isStillAtPath() else {
+            throw MsgError(.storeIO, "store \(path) was set aside by another msg process while this batch of \(records.count) was stored: it went into the damaged file, not the queue; add it again")
+        }
+        return stored
     }
 
     public func get(_ id: String) throws(MsgError) -> Message? {
@@ -232,8 +250,8 @@ public final class SQLiteStore: Store {
         try Message(storedJSON: json)
     }
 
-    /// Runs `body`; when the database turns out to be damaged, moves it aside and
-    /// says where.
+    /// Runs `body`; when the database turns out to be damaged, sets it aside (when
+    /// this store may) and says where.
     private func guarded<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         do throws(MsgError) {
             return try body()
@@ -242,15 +260,26 @@ public final class SQLiteStore: Store {
         }
     }
 
+    /// Sets the damaged file aside if it is a msg store, this is a writing command,
+    /// and the file at `path` is still the one found damaged.
     private func moveAside(_ error: MsgError) -> MsgError {
-        let aside = "\(path).corrupt-\(Timestamp.now().milliseconds)"
-        guard rename(path, aside) == 0 else {
-            return MsgError(.corrupt, "\(error.message); it could not be moved aside", underlying: error.underlying)
+        func say(_ what: String) -> MsgError { MsgError(.corrupt, "\(error.message); \(what)", underlying: error.underlying) }
+        guard db.access == .write else { return say("the next msg command that writes to it will set it aside") }
+        guard case .sqlite(ours: true, _, _)? = db.header() else {
+            return say("it does not look like a msg store, so msg left it as it is")
         }
-        _ = rename(path + "-wal", aside + "-wal")
-        _ = rename(path + "-shm", aside + "-shm")
-        try? SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
-        return MsgError(.corrupt, "\(error.message); it was moved to \(aside) for inspection", underlying: error.underlying)
+        do throws(MsgError) {
+            return try SystemCalls.withDirectoryLock(SystemCalls.directory(of: path), code: .corrupt) { () throws(MsgError) -> MsgError in
+                // Under the lock, so no other msg process moves a file meanwhile.
+                guard db.isStillAtPath() else {
+                    return say("another msg process has set it aside already, so nothing was moved; run the command again to use the new store")
+                }
+                let aside = try DamagedFile.moveAside(path, companions: ["-wal", "-shm"], code: .corrupt)
+                return say("it was moved to \(aside) for inspection and the next command starts a new, empty store (msg-record(5) says how to recover its messages)")
+            }
+        } catch {
+            return say("it could not be set aside (\(error.message))")
+        }
     }
 }
 
@@ -259,7 +288,7 @@ public final class SQLiteStore: Store {
 public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
     PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "SQLiteStore", version: MsgVersion.current) { r in
         _ = msg_sqlite_disable_memstatus()
-        r.store(scheme: "sqlite") { url throws(MsgError) in try SQLiteStore(url: url) }
+        r.store(scheme: "sqlite") { url, access throws(MsgError) in try SQLiteStore(url: url, access: access) }
     }
 }
 

@@ -35,7 +35,7 @@ struct ExportCommand: ParsableCommand {
         options.format = format
         options.out = out
         options.redactBody = redact == "body"
-        let n = try Exporter(store: try global.session().store(), options: options).run()
+        let n = try Exporter(store: try global.session().store(.read), options: options).run()
         if let out { Diagnostics.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
     }
 }

@@ -26,7 +26,7 @@ struct FlushCommand: ParsableCommand {
         var options = try policy.options(statuses: [.queued])
         options.targets = ids
         options.limit = limit
-        let flusher = Flusher(store: try session.store(), transport: try session.transport(), policy: try policy.policy(),
+        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
                               options: options, faults: try FaultPoints())
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
         if !watch, let line = summary.failureLine { Diagnostics.say(line) }
@@ -64,7 +64,7 @@ struct RetryCommand: ParsableCommand {
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
-        let summary = try Flusher(store: try session.store(), transport: try session.transport(), policy: try policy.policy(),
+        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
                                   options: options, faults: try FaultPoints()).run(progress: Progress("retried"))
         if let line = summary.failureLine { Diagnostics.say(line) }
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }

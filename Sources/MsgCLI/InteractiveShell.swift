@@ -36,6 +36,7 @@ final class InteractiveShell {
         prompt = "msg \(shown)> "
         history = ShellHistory(path: settings.home + "/history")
         let session = Session(settings: settings)
+        session.reportsSetAside = false
         let box = CompleterBox(ShellCompleter(ids: { prefix in Self.ids(startingWith: prefix, session) }))
         Self.completer.withLock { $0 = box }
     }
@@ -139,7 +140,7 @@ final class InteractiveShell {
     private static func ids(startingWith prefix: String, _ session: Session) -> [String] {
         var found: [String] = []
         do {
-            try session.store().list(Query()) { (m) throws(MsgError) -> Bool in
+            try session.store(.read).list(Query()) { (m) throws(MsgError) -> Bool in
                 if m.id.hasPrefix(prefix) { found.append(m.id) }
                 return found.count < 200
             }

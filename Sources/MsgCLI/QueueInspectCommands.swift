@@ -9,7 +9,7 @@ struct QueueShowCommand: ParsableCommand {
     @Argument(help: "The message id.") var id: String
 
     func run() throws {
-        let m = try QueueOperations(store: try global.session().store()).show(id)
+        let m = try QueueOperations(store: try global.session().store(.read)).show(id)
         try NDJSONWriter().write(m)
     }
 }
@@ -45,7 +45,7 @@ struct QueueStatsCommand: ParsableCommand {
     @Option(help: "table or ndjson (default: table on a terminal, else ndjson).") var format: OutputFormat?
 
     func run() throws {
-        let rows = try QueueOperations(store: try global.session().store()).stats()
+        let rows = try QueueOperations(store: try global.session().store(.read)).stats()
         let names = QueueOperations.ageBuckets.map { "<\($0.name)" } + ["older"]
         let out = ByteOutput()
         if (format ?? .automatic) == .table {

@@ -20,7 +20,7 @@ struct QueueListCommand: ParsableCommand {
     @Flag(help: "Include each record's history.") var history = false
 
     func run() throws {
-        let store = try global.session().store()
+        let store = try global.session().store(.read)
         let (query, badLines) = try filters.queryWithTargets()
         let formatter = RecordFormatter(format: format ?? .automatic, includeHistory: history)
         try Listing(query: query).write(from: store, formatter: formatter, includeHistory: history)
@@ -39,7 +39,7 @@ struct QueueCountCommand: ParsableCommand {
     @OptionGroup var filters: FilterOptions
 
     func run() throws {
-        let store = try global.session().store()
+        let store = try global.session().store(.read)
         let (query, badLines) = try filters.queryWithTargets()
         let n = try Listing(query: query).count(in: store)
         let out = ByteOutput()

@@ -21,7 +21,7 @@ struct RecoverCommand: ParsableCommand {
     func run() throws {
         let session = try global.session()
         let writer = NDJSONWriter()
-        let recoverer = Recoverer(store: try session.store(), transport: try session.transport(), staleAfter: try MsgDuration(parsing: staleAfter))
+        let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: try MsgDuration(parsing: staleAfter))
         let summary = try recoverer.run(dryRun: dryRun) { (m) throws(MsgError) in try writer.write(m, includeHistory: false) }
         guard summary.total > 0 else { return }
         let verb = dryRun ? "would recover" : "recovered"

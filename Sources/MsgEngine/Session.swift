@@ -9,6 +9,9 @@ public final class Session {
     public let loader: PluginLoader
     private var openStore: (any Store)?
     private var openTransport: (any Transport)?
+    /// Whether ``store(_:)`` reports damaged files set aside (not while completing a
+    /// word at the shell's prompt).
+    public var reportsSetAside = true
 
     /// A session on `settings`.
     public init(settings: Settings) {
@@ -16,10 +19,31 @@ public final class Session {
         self.loader = PluginLoader(extraDirectories: settings.pluginPath)
     }
 
-    /// The store, opened on first use. - Throws: `unavailable`, `config`, `storeIO`.
-    public func store() throws(MsgError) -> any Store {
+    /// What a command does with the store.
+    public enum StoreUse: Sendable {
+        /// Looks only (`queue ls`, `count`, `show`, `stats`, `export`): the store must exist.
+        case read
+        /// Changes messages (`queue add`, `rm`, `mark`…): the store is made when missing.
+        case write
+        /// Sends or resolves messages (`flush`, `retry`, `recover`): as `write`, and
+        /// refused while a damaged file set aside holds the queue as it was.
+        case send
+    }
+
+    /// The store, opened on first use for `use`. When damaged files it set aside
+    /// are beside it, says so on stderr, one line each.
+    /// - Throws: `unavailable`, `config`, `storeIO`; `corrupt` for `.send` while
+    ///   such files are there.
+    public func store(_ use: StoreUse = .write) throws(MsgError) -> any Store {
         if let openStore { return openStore }
-        let s = try loader.openStore(settings.store)
+        let s = try loader.openStore(settings.store, access: use == .read ? .read : .write)
+        let aside = s.setAside()
+        for file in aside where reportsSetAside {
+            Diagnostics.say("store \(settings.store) started afresh when it was found damaged: \(file) still holds the messages it had; recover them, then move that file away (msg-record(5), DAMAGED STORES)")
+        }
+        if use == .send && !aside.isEmpty {
+            throw MsgError(.corrupt, "not sending or recovering while the damaged store file is beside the new store: its messages would be forgotten; move it away once they are recovered")
+        }
         openStore = s
         return s
     }

@@ -52,7 +52,10 @@ let twentyThousand: String = {
             let acknowledged = ids(complete)
 
             let after = try s.sh("msg queue ls --store '\(url)'")
-            #expect(after.status == 0, "round \(round): store does not open cleanly: \(after.err)")
+            // Killed before its first commit, it may have left no store at all: then
+            // listing says so, and nothing was acknowledged.
+            let none = after.status == 74 && after.err.contains("there is no store at") && acknowledged.isEmpty
+            #expect(after.status == 0 || none, "round \(round): store does not open cleanly: \(after.err)")
             let stored = ids(after.out)
             #expect(Set(stored).count == stored.count, "round \(round): duplicates")
             let missing = Set(acknowledged).subtracting(stored)
@@ -88,6 +91,7 @@ let twentyThousand: String = {
 
     /// Eight processes create one new store at the same moment, twenty times: each
     /// opens it cleanly (creating the schema and WAL mode is a race nobody loses).
+    /// `queue add` with nothing to add: a command that writes creates the store.
     @Test(arguments: storeKinds)
     func manyProcessesCreatingOneStoreAllSucceed(kind: String) throws {
         let s = try Sandbox()
@@ -96,12 +100,14 @@ let twentyThousand: String = {
             for round in $(seq 20); do
               url="\(kind.replacingOccurrences(of: ":", with: ":$PWD/r"))$round"
               pids=""
-              for i in 1 2 3 4 5 6 7 8; do msg queue count --store "$url" > /dev/null 2>> err & pids="$pids $!"; done
+              for i in 1 2 3 4 5 6 7 8; do msg queue add --store "$url" < /dev/null 2>> err & pids="$pids $!"; done
               for p in $pids; do wait $p || fails=$((fails + 1)); done
             done
             echo "failures $fails"; cat err
+            echo "stores $(ls r* | grep -c -v -e -wal -e -shm -e .lock)"
             """)
         #expect(r.lines.first == "failures 0", "\(r.out)")
+        #expect(r.lines.last == "stores 20", "\(r.out)")
     }
 
     /// A full disk, then a read-only one: a clear error, exit 74, nothing stored lost.

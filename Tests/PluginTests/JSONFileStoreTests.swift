@@ -12,7 +12,7 @@ import Testing
         try StoreConformance.run(freshURL: {
             n += 1
             return "json:\(dir)/\(n)/queue.json"
-        }, open: { url in try loader.openStore(url) })
+        }, open: { url, access in try loader.openStore(url, access: access) })
     }
 
     @Test func aPluginObjectCastsToTheMsgKitProtocol() throws {
@@ -34,19 +34,55 @@ import Testing
         }
     }
 
-    @Test func aTornLastLineIsDroppedAndRepaired() throws {
+    @Test func aTornLastLineIsCutOffAndItsBytesKeptAside() throws {
         let dir = temporaryDirectory()
         let path = "\(dir)/q.json"
         _ = try loader.openStore("json:\(path)").add([Fixtures.message(1), Fixtures.message(2)])
         // A crash in the middle of appending record 3.
-        let torn = Fixtures.message(3).jsonText()
-        try append(path, Array(torn.utf8.prefix(torn.utf8.count / 2)))
+        let torn = Array(Fixtures.message(3).jsonText().utf8)
+        let half = Array(torn.prefix(torn.count / 2))
+        try append(path, half)
         let reopened = try loader.openStore("json:\(path)")
         #expect(try reopened.count(Query()) == 2)
+        #expect(listDirectory(dir).filter { $0.contains(".torn-") }.isEmpty, "a reader changes nothing")
         _ = try reopened.add([Fixtures.message(4)])
         let again = try loader.openStore("json:\(path)")
         #expect(try again.count(Query()) == 3)
         #expect(try again.get(Fixtures.message(4).id) == Fixtures.message(4))
+        let kept = listDirectory(dir).filter { $0.hasPrefix("q.json.torn-") }
+        #expect(kept.count == 1, "\(listDirectory(dir))")
+        #expect(try kept.first.map { try readFile("\(dir)/\($0)") } == half, "the cut bytes are kept as they were")
+    }
+
+    @Test func aWholeRecordWithoutItsNewlineIsKept() throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/q.json"
+        _ = try loader.openStore("json:\(path)").add([Fixtures.message(1)])
+        // Edited by hand, or restored by a tool that strips the last newline.
+        try append(path, Array(Fixtures.message(2).jsonText().utf8))
+        let reader = try loader.openStore("json:\(path)", access: .read)
+        #expect(try reader.get(Fixtures.message(2).id) == Fixtures.message(2), "a reader sees it")
+        let writer = try loader.openStore("json:\(path)")
+        _ = try writer.add([Fixtures.message(3)])
+        #expect(try reader.count(Query()) == 3, "the reader, after the writer's append")
+        let again = try loader.openStore("json:\(path)")
+        #expect(try again.count(Query()) == 3)
+        #expect(try again.get(Fixtures.message(2).id) == Fixtures.message(2))
+        #expect(listDirectory(dir).filter { $0.contains(".torn-") || $0.contains(".corrupt-") }.isEmpty)
+        #expect(try readFile(path).filter { $0 == 0x0A }.count == 3, "one record per line")
+    }
+
+    @Test func aLinkPlantedAtTheLockIsNotFollowed() throws {
+        let dir = temporaryDirectory()
+        let target = "\(dir)/elsewhere"
+        #expect(symlink(target, "\(dir)/q.json.lock") == 0)
+        do {
+            _ = try loader.openStore("json:\(dir)/q.json")
+            Issue.record("opened a lock through a symbolic link")
+        } catch {
+            #expect(error.code == .storeIO)
+        }
+        #expect(!SystemCalls.exists(target), "nothing was created at the link's target")
     }
 
     @Test func aDamagedLineIsMovedAsideNeverEmptied() throws {
@@ -64,6 +100,7 @@ import Testing
             #expect(error.code == .corrupt)
             #expect(error.message.contains("line 2") && error.message.contains("moved to"))
         }
+        #expect(store.setAside().count == 1, "the store names the file it set aside")
         let aside = try #require(listDirectory(dir).first { $0.hasPrefix("q.json.corrupt-") })
         let kept = try String(decoding: readFile("\(dir)/\(aside)"), as: UTF8.self)
         #expect(kept.contains(Fixtures.message(1).id), "the damaged file keeps every record")

@@ -42,14 +42,15 @@ public struct PluginLoader: Sendable {
         return SystemCalls.directory(of: exe)
     }
 
-    /// Opens the store named by `url`. - Throws: `unavailable` (69) for an unknown scheme or
-    /// a plugin that cannot be loaded; what the store's factory throws.
-    public func openStore(_ url: String) throws(MsgError) -> any Store {
+    /// Opens the store named by `url` for `access` (see ``StoreAccess``).
+    /// - Throws: `unavailable` (69) for an unknown scheme or a plugin that cannot be
+    ///   loaded; what the store's factory throws.
+    public func openStore(_ url: String, access: StoreAccess = .write) throws(MsgError) -> any Store {
         let parsed = try PluginURL(url)
         guard let factory = try resolve(parsed.scheme, kind: .store, lookup: registry.storeFactory) else {
             throw unknownScheme(parsed.scheme, kind: .store)
         }
-        return try factory(parsed)
+        return try factory(parsed, access)
     }
 
     /// Opens the transport named by `url`. - Throws: as ``openStore(_:)``.

@@ -17,12 +17,14 @@ public final class PluginRegistrar {
     /// part of this ABI. Bump it (and ``compiledABIVersion``) whenever a public type
     /// gains, loses or reorders a stored property or a protocol requirement, or a
     /// plugin built earlier will misread memory instead of being refused.
-    /// Version 2 added listeners (``listener(scheme:_:)``).
-    public static let abiVersion: UInt32 = 2
+    /// Version 2 added listeners (``listener(scheme:_:)``). Version 3: stores are
+    /// opened for reading or writing (``StoreAccess``) and name the damaged files they
+    /// set aside (``Store/setAside()``).
+    public static let abiVersion: UInt32 = 3
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 2 }
+    @inlinable public static var compiledABIVersion: UInt32 { 3 }
 
     let path: String
     var plugin = ""

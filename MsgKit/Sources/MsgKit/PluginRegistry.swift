@@ -9,8 +9,9 @@ public final class PluginRegistry: Sendable {
     /// The registry of this process.
     public static let shared = PluginRegistry()
 
-    /// Makes a store for a URL. - Throws: `MsgError` (`storeIO`, `config`…).
-    public typealias StoreFactory = @Sendable (PluginURL) throws(MsgError) -> any Store
+    /// Makes a store for a URL, opened for reading only or for writing.
+    /// - Throws: `MsgError` (`storeIO`, `config`…).
+    public typealias StoreFactory = @Sendable (PluginURL, StoreAccess) throws(MsgError) -> any Store
     /// Makes a transport for a URL. - Throws: `MsgError` (`config`, `unavailable`…).
     public typealias TransportFactory = @Sendable (PluginURL) throws(MsgError) -> any Transport
     /// Makes a listener for a URL. - Throws: `MsgError` (`config`, `unavailable`…).

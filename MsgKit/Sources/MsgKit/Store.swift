@@ -19,6 +19,12 @@
 /// 6. **Errors** are ``MsgError``: `storeIO` (74) for I/O, `corrupt` (74) for a damaged
 ///    file, never a crash or a silently emptied queue.
 /// 7. **Files** a store creates are readable by their owner only (0600).
+/// 8. **Access.** Opened for ``StoreAccess/read``, a store creates, migrates, repairs
+///    and moves nothing, and a missing store is an error (`storeIO`) saying it does
+///    not exist. Opened for ``StoreAccess/write``, it creates what is missing.
+/// 9. **A damaged file is set aside, never emptied**, and only when it is the file
+///    found damaged and is the store's own (not a file the user pointed msg at by
+///    mistake); ``setAside()`` names such files while they remain.
 public protocol Store: AnyObject {
     /// Stores the records whose id is not stored yet, in one durable commit. A store
     /// that keeps JSON text should keep `json` as it is: it is the canonical text.
@@ -63,9 +69,16 @@ public protocol Store: AnyObject {
     /// - Returns: the stored results of `transform`, in FIFO order.
     /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
     func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message]
+
+    /// The damaged files this store (or an earlier run) set aside that are still beside
+    /// it, oldest first. While there are any, the queue started afresh without the
+    /// messages they hold: the host says so on every command. The default is none.
+    func setAside() -> [String]
 }
 
 extension Store {
+    public func setAside() -> [String] { [] }
+
     /// Stores messages, encoding them first. See ``add(_:)-([EncodedMessage])``.
     /// - Throws: `storeIO`, `corrupt`.
     public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {

@@ -98,10 +98,14 @@ public enum SystemCalls {
     /// Replaces `path` atomically with `bytes`: a temporary file beside it is
     /// written, synced and renamed over `path`, then the directory is synced.
     /// A crash leaves either the old file or the new one, never a mix.
+    ///
+    /// The temporary file has a name nobody can guess and is created afresh
+    /// (`O_EXCL | O_NOFOLLOW`), so a link planted beside `path` is never written
+    /// through; a link at `path` itself is replaced, not followed.
     /// - Throws: `code` on failure; the temporary file is removed.
     public static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600, code: MsgError.Code) throws(MsgError) {
-        let temporary = "\(path).tmp-\(getpid())"
-        let fd = try open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: mode, code: code)
+        let temporary = unpredictableName(beside: path)
+        let fd = try createExclusive(temporary, mode: mode, code: code)
         do throws(MsgError) {
             try writeAll(fd, bytes, code: code, what: temporary)
             try fsync(fd, code: code, what: temporary)

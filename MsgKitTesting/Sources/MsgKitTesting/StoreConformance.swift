@@ -5,15 +5,37 @@ import MsgKit
 /// ``ConformanceFailures`` naming every scenario that failed.
 ///
 /// `freshURL` returns a new, empty location each time (`json:/tmp/x/queue.json`);
-/// `open` opens a store on a URL and may be called several times for one URL, as
-/// separate processes would.
+/// `open` opens a store on a URL for the given access and may be called several
+/// times for one URL, as separate processes would.
 public enum StoreConformance {
     /// Runs every scenario. - Throws: ``ConformanceFailures``.
-    public static func run(freshURL: () throws -> String, open: (String) throws -> any Store) throws {
+    public static func run(freshURL: () throws -> String, open openAccess: (String, StoreAccess) throws -> any Store) throws {
         var runner = ScenarioRunner(suite: "StoreConformance")
+        func open(_ url: String) throws -> any Store { try openAccess(url, .write) }
         func fresh() throws -> (String, any Store) {
             let url = try freshURL()
             return (url, try open(url))
+        }
+
+        runner.scenario("opened for reading, a store that does not exist is an error, and stays missing") { c in
+            let url = try freshURL()
+            do {
+                _ = try openAccess(url, .read)
+                c.expect(false, "a missing store was opened for reading")
+            } catch let e as MsgError {
+                c.expectEqual(e.code, .storeIO, "error code")
+            }
+            do {
+                _ = try openAccess(url, .read)
+                c.expect(false, "the first read made a store")
+            } catch let e as MsgError {
+                c.expectEqual(e.code, .storeIO, "error code the second time")
+            }
+            let writer = try open(url)
+            _ = try writer.add([Fixtures.message(1)])
+            let reader = try openAccess(url, .read)
+            c.expectEqual(try reader.get(Fixtures.message(1).id), Fixtures.message(1), "read back through read access")
+            c.expectEqual(reader.setAside(), [], "nothing set aside")
         }
 
         runner.scenario("round trip keeps every field and unknown ones") { c in

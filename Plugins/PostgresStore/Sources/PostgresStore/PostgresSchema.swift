@@ -60,6 +60,22 @@ enum PostgresSchema {
         }
     }
 
+    /// Checks, without creating anything, that the schema is one this msg reads.
+    /// - Throws: `storeIO` when there is no schema yet; `config` when it is newer.
+    static func check(_ db: PostgresClient) throws(MsgError) {
+        let s = db.address.schema
+        switch try version(db, s) {
+        case current?: return
+        case nil:
+            throw MsgError(.storeIO, "there is no msg queue in schema \(s) of \(db.address.display) yet: nothing has been queued there (msg queue add creates it)")
+        case let found?:
+            if found > current {
+                throw MsgError(.config, "schema \(s) in \(db.address.display) has version \(found), newer than this msg understands (\(current)); upgrade msg")
+            }
+            throw MsgError(.storeIO, "schema \(s) in \(db.address.display) has version \(found), older than this msg's (\(current)); a command that writes, such as msg recover, brings it up to date")
+        }
+    }
+
     /// The recorded version; nil when there is no schema yet.
     private static func version(_ db: PostgresClient, _ s: String) throws(MsgError) -> Int? {
         // to_regclass answers NULL instead of failing when the table is missing, so a

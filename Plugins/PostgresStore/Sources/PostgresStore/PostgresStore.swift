@@ -16,13 +16,15 @@ public final class PostgresStore: Store {
     /// Rows read per round trip when listing and claiming.
     static let page = 1000
 
-    /// Connects to the server in `url` and creates the schema on first use.
-    /// - Throws: `config` for a bad URL, a refused login or a missing database; `storeIO`.
-    public init(url: PluginURL) throws(MsgError) {
+    /// Connects to the server in `url`; for `.write` creates the schema on first use,
+    /// for `.read` requires it.
+    /// - Throws: `config` for a bad URL, a refused login or a missing database;
+    ///   `storeIO` (no schema yet, for `.read`).
+    public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         let address = try PostgresAddress(url)
         db = try PostgresClient(address, password: try PassFile.password(for: address))
         table = "\(address.schema).messages"
-        try PostgresSchema.migrate(db)
+        if access == .write { try PostgresSchema.migrate(db) } else { try PostgresSchema.check(db) }
     }
 
     // MARK: Store
@@ -215,7 +217,7 @@ public final class PostgresStore: Store {
 @_cdecl("msg_plugin_register")
 public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
     PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "PostgresStore", version: MsgVersion.current) { r in
-        r.store(scheme: "postgres") { url throws(MsgError) in try PostgresStore(url: url) }
-        r.store(scheme: "postgresql") { url throws(MsgError) in try PostgresStore(url: url) }
+        r.store(scheme: "postgres") { url, access throws(MsgError) in try PostgresStore(url: url, access: access) }
+        r.store(scheme: "postgresql") { url, access throws(MsgError) in try PostgresStore(url: url, access: access) }
     }
 }

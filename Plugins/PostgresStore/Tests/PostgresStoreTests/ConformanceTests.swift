@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct ConformanceTests {
     @Test func passesStoreConformance() throws {
-        try StoreConformance.run(freshURL: { try TestServer.freshURL() }, open: { url in try TestServer.open(url) })
+        try StoreConformance.run(freshURL: { try TestServer.freshURL() }, open: { url, access in try TestServer.open(url, access: access) })
     }
 
     @Test func thePostgresqlSchemeIsTheSameStore() throws {

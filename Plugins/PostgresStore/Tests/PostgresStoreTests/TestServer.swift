@@ -30,7 +30,7 @@ enum TestServer {
         return "\(resolved)?schema=t\(getpid())_\(n)_\(UInt32.random(in: 0...UInt32.max))"
     }
 
-    static func open(_ url: String) throws(MsgError) -> PostgresStore {
-        try PostgresStore(url: try PluginURL(url))
+    static func open(_ url: String, access: StoreAccess = .write) throws(MsgError) -> PostgresStore {
+        try PostgresStore(url: try PluginURL(url), access: access)
     }
 }
