@@ -5,7 +5,7 @@ import MsgKit
 
 /// The `file:DIR` transport: a Maildir-style drop directory.
 ///
-/// Delivery of a batch: each record is written to `DIR/tmp/<id>.json`; one
+/// Delivery of a batch: each record is written to a new file in `DIR/tmp/`; one
 /// `syncfs` makes all of them durable (one journal commit for the batch instead
 /// of one `fsync` per file); each is renamed, in order, to `DIR/new/<id>.json`;
 /// one `fsync` of `new/` makes the renames durable; only then is delivery
@@ -23,28 +23,85 @@ import MsgKit
 /// delivering it again is a no-op and ``lookup(_:)`` says true. Only a canonical
 /// UUID is ever used as a file name; any other id is `rejected`. Directories are
 /// created 0700, files 0600.
+///
+/// Someone else may be able to write in the drop (a consumer's group, say), so no
+/// name in it is trusted: each record is written to a new file with a name nobody
+/// can guess (`tmp/<id>.<random>.json`, `O_CREAT | O_EXCL | O_NOFOLLOW`), and
+/// `tmp` and `new` are opened without following a link: a link planted at either
+/// place is never written through, and a `tmp` or `new` that is a link is refused.
 public final class FileDropTransport: Transport {
     let root: String
 
     /// Opens (creating) the drop directory `url.path` (`file:DIR` or `file:///DIR`).
-    /// - Throws: `config` without a path; `unavailable` when it cannot be created.
+    /// - Throws: `config` without a path; `unavailable` when it cannot be created,
+    ///   or when `tmp`, `new` or `cur` is not a directory of its own.
     public init(url: PluginURL) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the file: transport needs a directory, e.g. file:/var/spool/msg/outbox") }
         root = url.path
-        for sub in ["", "/tmp", "/new", "/cur"] {
-            try SystemCalls.makeDirectories(root + sub, code: .unavailable)
+        try makeDirectories(code: .unavailable)
+        removeStaleTemporaries()
+    }
+
+    /// Makes the drop and its `tmp`, `new` and `cur` where missing.
+    /// - Throws: `code` when one cannot be made or is not a directory itself.
+    private func makeDirectories(code: MsgError.Code) throws(MsgError) {
+        try SystemCalls.makeDirectories(root, code: code)
+        for sub in ["tmp", "new", "cur"] {
+            let path = "\(root)/\(sub)"
+            if mkdir(path, 0o700) != 0 && errno != EEXIST { throw SystemCalls.error(code, "cannot create directory \(path)") }
+            guard SystemCalls.isRealDirectory(path) else {
+                throw MsgError(code, "\(path) is not a directory of its own (a symbolic link or a file): msg does not deliver through it")
+            }
+        }
+    }
+
+    /// Removes what crashed deliveries left in `tmp/` over 36 hours ago (Maildir's rule).
+    private func removeStaleTemporaries() {
+        let cutoff = time(nil) - 36 * 3600
+        for name in SystemCalls.names(in: "\(root)/tmp") {
+            var st = stat()
+            let path = "\(root)/tmp/\(name)"
+            if lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_mtim.tv_sec < cutoff { unlink(path) }
+        }
+    }
+
+    /// `tmp/` and `new/`, opened without following links; made again first when
+    /// someone removed the drop while a long-running flush or listen used it.
+    private func openDirectories() throws(MsgError) -> (tmp: Int32, new: Int32) {
+        func open(_ sub: String) throws(MsgError) -> Int32 {
+            let path = "\(root)/\(sub)"
+            let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if fd >= 0 { return fd }
+            if errno == ELOOP || errno == ENOTDIR {
+                throw MsgError(.unreachable, "\(path) is not a directory of its own (a symbolic link or a file): msg does not deliver through it")
+            }
+            throw SystemCalls.error(.unreachable, "cannot open \(path)")
+        }
+        if !SystemCalls.exists("\(root)/tmp") || !SystemCalls.exists("\(root)/new") { try makeDirectories(code: .unreachable) }
+        let tmp = try open("tmp")
+        do throws(MsgError) {
+            return (tmp, try open("new"))
+        } catch {
+            close(tmp)
+            throw error
         }
     }
 
     public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
-        // Someone removed the drop while a long-running flush or listen used it:
-        // make it again rather than fail every later message.
-        if access("\(root)/tmp", F_OK) != 0 || access("\(root)/new", F_OK) != 0 {
-            for sub in ["", "/tmp", "/new", "/cur"] { try? SystemCalls.makeDirectories(root + sub, code: .unavailable) }
+        let directories: (tmp: Int32, new: Int32)
+        do throws(MsgError) {
+            directories = try openDirectories()
+        } catch {
+            return messages.map { _ in .failed(error, retryAfter: nil) }
+        }
+        defer {
+            close(directories.tmp)
+            close(directories.new)
         }
         var outcomes = [DeliveryOutcome?](repeating: nil, count: messages.count)
         var pending: [(index: Int, id: String, temporary: String)] = []
         var seen: Set<String> = []
+        var random = SystemRandomNumberGenerator()
         for (i, m) in messages.enumerated() {
             guard UUIDText.isCanonical(m.id) else {
                 outcomes[i] = .failed(MsgError(.rejected, "id '\(m.id.prefix(60))' is not a UUID; it cannot name a file"), retryAfter: nil)
@@ -54,14 +111,20 @@ public final class FileDropTransport: Transport {
                 outcomes[i] = .delivered(confirmed: false)
                 continue
             }
-            let temporary = "\(root)/tmp/\(m.id).json"
+            let temporary = "\(m.id).\(String(random.next(), radix: 36)).json"
             do throws(MsgError) {
                 var w = JSONWriter(capacity: 512)
                 m.write(to: &w)
                 w.raw("\n")
-                let fd = try SystemCalls.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600, code: .unreachable)
+                let fd = openat(directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw SystemCalls.error(.unreachable, "cannot create \(root)/tmp/\(temporary)") }
                 defer { close(fd) }
-                try SystemCalls.writeAll(fd, w.bytes, code: .unreachable, what: temporary)
+                do throws(MsgError) {
+                    try SystemCalls.writeAll(fd, w.bytes, code: .unreachable, what: "\(root)/tmp/\(temporary)")
+                } catch {
+                    unlinkat(directories.tmp, temporary, 0)
+                    throw error
+                }
                 pending.append((i, m.id, temporary))
             } catch {
                 outcomes[i] = .failed(error, retryAfter: nil)
@@ -69,11 +132,12 @@ public final class FileDropTransport: Transport {
         }
         if !pending.isEmpty {
             do throws(MsgError) {
-                try syncFilesystem()
-                for p in pending where rename(p.temporary, "\(root)/new/\(p.id).json") != 0 {
-                    outcomes[p.index] = .failed(SystemCalls.error(.unreachable, "cannot move \(p.temporary) into new/"), retryAfter: nil)
+                if syncfs(directories.tmp) != 0 { throw SystemCalls.error(.unreachable, "cannot sync \(root)") }
+                for p in pending where renameat(directories.tmp, p.temporary, directories.new, "\(p.id).json") != 0 {
+                    outcomes[p.index] = .failed(SystemCalls.error(.unreachable, "cannot move \(root)/tmp/\(p.temporary) into new/"), retryAfter: nil)
+                    unlinkat(directories.tmp, p.temporary, 0)
                 }
-                try SystemCalls.fsyncDirectory("\(root)/new", code: .unreachable)
+                try SystemCalls.fsync(directories.new, code: .unreachable, what: "\(root)/new")
                 for p in pending where outcomes[p.index] == nil { outcomes[p.index] = .delivered(confirmed: false) }
             } catch {
                 // Nothing in this batch is known to be durable: report it failed. A file
@@ -114,18 +178,12 @@ public final class FileDropTransport: Transport {
     }
 
     private func isDelivered(_ id: String) -> Bool {
-        access("\(root)/new/\(id).json", F_OK) == 0 || access("\(root)/cur/\(id).json", F_OK) == 0
-    }
-
-    /// Makes every file written so far durable with one call for the whole batch.
-    private func syncFilesystem() throws(MsgError) {
-        let fd = try SystemCalls.open("\(root)/tmp", O_RDONLY | O_DIRECTORY, code: .unreachable)
-        defer { close(fd) }
-        if syncfs(fd) != 0 { throw SystemCalls.error(.unreachable, "cannot sync \(root)") }
+        SystemCalls.exists("\(root)/new/\(id).json") || SystemCalls.exists("\(root)/cur/\(id).json")
     }
 }
 
-/// glibc's `syncfs(2)`, which its Swift module hides behind `_GNU_SOURCE`.
+/// glibc's `syncfs(2)`, which its Swift module hides behind `_GNU_SOURCE`: one call
+/// makes every file written so far durable, for the whole batch.
 @_silgen_name("syncfs")
 private func syncfs(_ fd: Int32) -> Int32
 

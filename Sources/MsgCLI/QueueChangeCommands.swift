@@ -39,7 +39,7 @@ struct QueueRemoveCommand: ParsableCommand {
 
 /// `msg queue mark`: applies delivery receipts.
 struct QueueMarkCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "mark", abstract: "Apply receipts: --status delivered or read (forward only).")
+    static let configuration = CommandConfiguration(commandName: "mark", abstract: "Apply receipts to sent messages: --status delivered or read (forward only).")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
     @Option(help: "delivered or read.") var status: String
@@ -50,6 +50,6 @@ struct QueueMarkCommand: ParsableCommand {
 
     func run() throws {
         let target: Status = status == "read" ? .read : .delivered
-        try runChange(global, targets) { (q, ids) throws(MsgError) in try q.move(ids, to: target, event: target.rawValue) }
+        try runChange(global, targets) { (q, ids) throws(MsgError) in try q.mark(ids, as: target) }
     }
 }

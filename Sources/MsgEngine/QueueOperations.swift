@@ -41,6 +41,23 @@ public struct QueueOperations {
         }
     }
 
+    /// Applies delivery receipts: `delivered` or `read`. A receipt applies to a message
+    /// that was sent, forward only: `sent` → `delivered` → `read` (skipping is fine).
+    /// One already in `status` is left alone without complaint (receipts may arrive
+    /// twice); a message that was never sent, or is past `status`, is refused.
+    /// - Throws: store errors.
+    public func mark(_ ids: [String], as status: Status) throws(MsgError) -> Outcome {
+        try change(ids) { (m) throws(MsgError) -> Message? in
+            guard [.sent, .delivered, .read].contains(m.status) else {
+                throw MsgError(.invalidTransition, "it is \(m.status.rawValue), not sent: a \(status.rawValue) receipt applies only to a message that was sent")
+            }
+            if m.status == status { return nil }
+            var x = m
+            try x.transition(to: status, event: status.rawValue, at: now)
+            return x
+        }
+    }
+
     /// Changes `to`, `body` and headers of queued, held or failed messages.
     /// - Throws: store errors.
     public func edit(_ ids: [String], to: String?, body: String?, headers: [(key: String, value: String)], removeHeaders: [String]) throws(MsgError) -> Outcome {

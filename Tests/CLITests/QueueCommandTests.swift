@@ -58,6 +58,25 @@ import Testing
         #expect(try records(r.lines[2]).first?.status == .read)
     }
 
+    /// A receipt for a message that was never sent would make it look delivered while
+    /// it sits in the queue, or is dead: refused, and the message stays as it was.
+    @Test func receiptsApplyOnlyToSentMessages() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to a --body queued --enqueue > /dev/null
+            msg compose --to b --body failed --enqueue | msg flush --transport 'stdout:?fail=1' > /dev/null
+            msg compose --to c --body dead --enqueue | msg flush --transport 'stdout:?fail=1&error=rejected' > /dev/null
+            for status in delivered read; do
+              msg queue ls | msg queue mark --status $status | wc -l; echo "exit ${PIPESTATUS[1]}"
+            done
+            msg queue ls | cut -c1-200 | grep -o '"status":"[a-z]*"' | sort | tr '\n' ' '
+            """)
+        #expect(r.lines == ["0", "exit 65", "0", "exit 65", #""status":"dead" "status":"failed" "status":"queued" "#], "\(r.out)\(r.err)")
+        for status in ["queued", "failed", "dead"] {
+            #expect(r.err.contains("it is \(status), not sent: a delivered receipt applies only to a message that was sent"), "\(r.err)")
+        }
+    }
+
     @Test func statsAndPurge() throws {
         let s = try Sandbox()
         _ = try s.sh("for i in 1 2 3; do msg compose --to a --body $i --enqueue; done; msg flush --limit 2 >/dev/null")

@@ -31,6 +31,50 @@ import Testing
         #expect(dropped(dir) == [Fixtures.message(2).id: 1])
     }
 
+    /// Whoever else can write in the drop plants links where msg writes.
+    @Test func linksPlantedInTheDropAreNeverWrittenThrough() throws {
+        let dir = temporaryDirectory()
+        let drop = "\(dir)/drop"
+        let transport = try loader.openTransport("file:\(drop)")
+        let victim = "\(dir)/victim"
+        let text = Array("keep me\n".utf8)
+        let fd = try SystemCalls.open(victim, O_WRONLY | O_CREAT, code: .storeIO)
+        try SystemCalls.writeAll(fd, text, code: .storeIO, what: victim)
+        close(fd)
+        let (a, b) = (Fixtures.message(1), Fixtures.message(2))
+        // At the names the old drop used, a link to a file and a dangling one; and a
+        // link at the final name.
+        #expect(symlink(victim, "\(drop)/tmp/\(a.id).json") == 0)
+        #expect(symlink("\(dir)/created", "\(drop)/tmp/\(b.id).json") == 0)
+        #expect(symlink(victim, "\(drop)/new/\(Fixtures.message(3).id).json.tmp") == 0)
+        #expect(transport.deliver([a, b], deadline: .seconds(3)) == [.delivered(confirmed: false), .delivered(confirmed: false)])
+        #expect(try readFile(victim) == text, "the link's target is untouched")
+        #expect(!SystemCalls.exists("\(dir)/created"), "nothing made outside the drop")
+        #expect(try Message(json: JSONParser.parse(Array(try readFile("\(drop)/new/\(a.id).json").dropLast()))) == a)
+    }
+
+    @Test func aTmpOrNewThatIsALinkIsRefused() throws {
+        for sub in ["tmp", "new"] {
+            let dir = temporaryDirectory()
+            let drop = "\(dir)/drop"
+            let transport = try loader.openTransport("file:\(drop)")
+            #expect(mkdir("\(dir)/elsewhere", 0o700) == 0)
+            #expect(system("rm -rf '\(drop)/\(sub)'") == 0 && symlink("\(dir)/elsewhere", "\(drop)/\(sub)") == 0)
+            guard case .failed(let error, _)? = transport.deliver([Fixtures.message(1)], deadline: .seconds(3)).first else {
+                Issue.record("delivered through a link at \(sub)/")
+                continue
+            }
+            #expect(error.code == .unreachable, "retried later, not dead: \(error.message)")
+            #expect(listDirectory("\(dir)/elsewhere").sorted() == [".", ".."], "nothing written through \(sub)")
+            do {
+                _ = try loader.openTransport("file:\(drop)")
+                Issue.record("opened a drop whose \(sub) is a link")
+            } catch {
+                #expect(error.code == .unavailable && error.message.contains("not a directory of its own"), "\(error.message)")
+            }
+        }
+    }
+
     @Test func refusesIdsThatAreNotUUIDs() throws {
         let dir = temporaryDirectory()
         let transport = try loader.openTransport("file:\(dir)/drop")

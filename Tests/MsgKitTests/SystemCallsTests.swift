@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MsgKit
+import Testing
+
+@Suite struct SystemCallsTests {
+    func temporaryDirectory() -> String {
+        var template = Array("/tmp/msg-test-XXXXXX".utf8CString)
+        let path = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        return String(cString: path!)
+    }
+
+    func contents(_ path: String) throws -> [UInt8] {
+        let fd = try SystemCalls.open(path, O_RDONLY, code: .storeIO)
+        defer { close(fd) }
+        return try SystemCalls.readToEnd(fd, code: .storeIO, what: path)
+    }
+
+    /// `export --out FILE` and the JSON store's compaction replace files this way.
+    @Test func anAtomicReplacementNeverWritesThroughAPlantedLink() throws {
+        let dir = temporaryDirectory()
+        let victim = "\(dir)/victim"
+        try SystemCalls.replaceAtomically(victim, with: Array("keep me\n".utf8), code: .storeIO)
+        let path = "\(dir)/audit.ndjson"
+        // The temporary name msg once used, and the file itself, both links to the victim.
+        #expect(symlink(victim, "\(path).tmp-\(getpid())") == 0)
+        #expect(symlink(victim, path) == 0)
+        try SystemCalls.replaceAtomically(path, with: Array("new\n".utf8), code: .storeIO)
+        #expect(try contents(victim) == Array("keep me\n".utf8), "the link's target is untouched")
+        #expect(try contents(path) == Array("new\n".utf8))
+        var st = stat()
+        #expect(lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "the link was replaced, not followed")
+    }
+
+    @Test func temporaryNamesCannotBeGuessed() {
+        let names = Set((0..<100).map { _ in SystemCalls.unpredictableName(beside: "/x/f") })
+        #expect(names.count == 100)
+        #expect(names.allSatisfy { $0.hasPrefix("/x/f.tmp-") && $0.count > "/x/f.tmp-".count + 16 })
+    }
+
+    @Test func renameNoReplaceNeverReplaces() throws {
+        let dir = temporaryDirectory()
+        try SystemCalls.replaceAtomically("\(dir)/a", with: [1], code: .storeIO)
+        try SystemCalls.replaceAtomically("\(dir)/b", with: [2], code: .storeIO)
+        #expect(!SystemCalls.renameNoReplace("\(dir)/a", "\(dir)/b"))
+        #expect(try contents("\(dir)/b") == [2])
+        #expect(SystemCalls.renameNoReplace("\(dir)/a", "\(dir)/c"))
+        #expect(try contents("\(dir)/c") == [1] && !SystemCalls.exists("\(dir)/a"))
+    }
+}
