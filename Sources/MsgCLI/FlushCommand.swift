@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import ArgumentParser
 import MsgEngine
 import MsgKit
@@ -21,17 +24,25 @@ struct FlushCommand: ParsableCommand {
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
 
     func run() throws {
+        // Before the transport starts any thread: they must inherit the blocked signals.
+        let stopping = Stopping()
+        defer { stopping.end() }
         let session = try global.session()
         let (ids, badLines) = try targets.resolve()
         var options = try policy.options(statuses: [.queued])
         options.targets = ids
         options.limit = limit
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
-                              options: options, faults: try FaultPoints())
+                              options: options, faults: try FaultPoints(), stop: stopping.request)
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
-        if !watch, let line = summary.failureLine { Diagnostics.say(line) }
-        if !watch && Interruption.requested { Diagnostics.say("interrupted: \(summary.sent) sent; the rest is still queued") }
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }
+        // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it
+        // interrupts a plain flush, which then ends as the signal would have ended it.
+        if let stopped = summary.stopped {
+            if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
+            try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
+        }
+        if let line = summary.failureLine { Diagnostics.say(line) }
         try finish(badLines > 0 ? 65 : summary.exitCode)
     }
 }
@@ -51,6 +62,8 @@ struct RetryCommand: ParsableCommand {
     @Option(help: "Retry at most this many messages.") var limit: Int?
 
     func run() throws {
+        let stopping = Stopping()
+        defer { stopping.end() }
         let session = try global.session()
         let (ids, badLines) = try targets.resolve()
         if dead {
@@ -65,9 +78,29 @@ struct RetryCommand: ParsableCommand {
         options.limit = limit
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
-                                  options: options, faults: try FaultPoints()).run(progress: Progress("retried"))
-        if let line = summary.failureLine { Diagnostics.say(line) }
+                                  options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
+        if let stopped = summary.stopped {
+            if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
+            try finish(stopped.exitStatus)
+        }
+        if let line = summary.failureLine { Diagnostics.say(line) }
         try finish(badLines > 0 ? 65 : summary.exitCode)
+    }
+}
+
+/// What `flush` and `retry` hold while they run: SIGINT and SIGTERM blocked (asked
+/// for between transport calls) and SIGPIPE ignored (a closed standard output
+/// becomes EPIPE, a stop request like a signal), so that nothing is left `sending`.
+final class Stopping {
+    let request = StopRequest()
+    private let signals = StopSignals()
+    private let pipe = signal(SIGPIPE, SIG_IGN)
+
+    /// Puts both back. A signal still pending is delivered now, and ends the
+    /// process as it would have at once.
+    func end() {
+        signal(SIGPIPE, pipe)
+        signals.restore()
     }
 }

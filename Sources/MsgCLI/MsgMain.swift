@@ -11,7 +11,24 @@ public enum MsgMain {
     /// Runs msg with the process's arguments and exits.
     public static func run() -> Never {
         openStandardDescriptors()
-        exit(run(arguments: Array(CommandLine.arguments.dropFirst())))
+        let status = run(arguments: Array(CommandLine.arguments.dropFirst()))
+        endAsSignalled(status)
+        exit(status)
+    }
+
+    /// A command that SIGINT or SIGTERM stopped (status 128 + N, which msg uses for
+    /// nothing else) has put everything in order; it now ends as if the signal had
+    /// killed it, as Unix programs do after cleaning up, so that a shell loop around
+    /// msg stops too. (Inside `msg shell` the status is only reported.)
+    static func endAsSignalled(_ status: Int32) {
+        guard status == 128 + SIGINT || status == 128 + SIGTERM else { return }
+        let number = status - 128
+        signal(number, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, number)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        raise(number)
     }
 
     /// Points standard input, output and error at /dev/null when they are closed (cron,

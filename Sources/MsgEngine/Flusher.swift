@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import Dispatch
 import Synchronization
 import MsgKit
@@ -33,6 +36,11 @@ public final class Flusher {
         public var dead = 0
         /// Targets that were not in a status this command takes.
         public var skipped = 0
+        /// Messages claimed but not attempted because of a stop request: put back as
+        /// they were before the claim.
+        public var released = 0
+        /// Why the run stopped early, if it did.
+        public var stopped: StopRequest.Reason?
         /// The error of the last message deferred or dead, for the one-line summary.
         public var lastFailure: Message.Failure?
 
@@ -54,7 +62,17 @@ public final class Flusher {
             sent += other.sent
             deferred += other.deferred
             dead += other.dead
+            released += other.released
+            stopped = other.stopped ?? stopped
             lastFailure = other.lastFailure ?? lastFailure
+        }
+
+        /// What a user reads on stderr when a stop request ended the run, e.g.
+        /// `stopping (SIGTERM): 3 sent, 0 deferred, 0 dead; 1021 not attempted were put back untouched`.
+        public var stopLine: String? {
+            guard let stopped else { return nil }
+            let back = released > 0 ? "; \(released) not attempted were put back untouched" : ""
+            return "stopping (\(stopped.name)): \(sent) sent, \(deferred) deferred, \(dead) dead\(back)"
         }
 
         /// What a user reads on stderr when not everything went out, e.g.
@@ -72,17 +90,19 @@ public final class Flusher {
     private let options: Options
     private let faults: FaultPoints
     private let writer: NDJSONWriter
+    private let stop: StopRequest
     private let clock: @Sendable () -> Timestamp
     private let unit: @Sendable () -> Double
     private var attempted: Set<String> = []
 
     /// A flusher; `clock` and `unit` (a random number in [0, 1), for jitter) are
-    /// injected so tests control time.
+    /// injected so tests control time. `stop` is asked between transport calls.
     public init(store: any Store, transport: any Transport, policy: RetryPolicy, options: Options,
-                faults: FaultPoints, writer: NDJSONWriter = NDJSONWriter(),
+                faults: FaultPoints, writer: NDJSONWriter = NDJSONWriter(), stop: StopRequest = StopRequest(),
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
                 unit: (@Sendable () -> Double)? = nil) {
         self.store = store
+        self.stop = stop
         self.transport = transport
         self.policy = policy
         self.options = options
@@ -99,7 +119,8 @@ public final class Flusher {
         }
     }
 
-    /// Sends everything due now, batch by batch. - Throws: store errors.
+    /// Sends everything due now, batch by batch, until done or asked to stop.
+    /// - Throws: store errors.
     ///
     /// Two threads share the work, so the store and the transport run at once: this
     /// one claims batch N+1 (recording it `sending`) while a delivery thread hands
@@ -107,19 +128,25 @@ public final class Flusher {
     /// them. Every batch is still recorded `sending` before its delivery starts, and
     /// batches are delivered one after another, in order, by the one thread that ever
     /// touches the transport.
+    ///
+    /// The delivery thread hands a batch over in slices sized to take about 250 ms
+    /// each (``SliceSizer``) and asks `stop` between them. Once asked, nothing more is
+    /// claimed, the outcomes of the slice in flight are recorded, and every message
+    /// claimed but not attempted is put back exactly as it was before its claim.
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         attempted = []
         defer { progress?.finish() }
         var summary = Summary()
         var remaining = options.limit ?? Int.max
-        let toDeliver = Channel<[Message]?>(capacity: 1)
-        let delivered = Channel<[Change]>(capacity: 1)
+        let toDeliver = Channel<[Claimed]?>(capacity: 1)
+        let delivered = Channel<Outcomes>(capacity: 1)
+        outputError = nil
         startDeliveryThread(toDeliver, delivered)
         defer { toDeliver.send(nil) }
         var inFlight = 0
         var exhausted = false
         while true {
-            if !exhausted && Interruption.requested { exhausted = true }  // Ctrl-C in msg shell
+            if !exhausted && stop.reason != nil { exhausted = true }
             if !exhausted && inFlight < 2 && remaining > 0 {
                 let claimed = try claimBatch(limit: min(options.batchSize, remaining))
                 if claimed.isEmpty {
@@ -132,37 +159,63 @@ public final class Flusher {
                 }
             }
             if inFlight == 0 { break }
-            let changes = delivered.receive()
+            let outcomes = delivered.receive()
             inFlight -= 1
-            try record(changes, into: &summary)
+            try record(outcomes, into: &summary)
             progress?.update(summary.sent + summary.deferred + summary.dead)
         }
+        if let outputError { throw outputError }
+        summary.stopped = stop.reason
         if let targets = options.targets {
             summary.skipped = targets.count - targets.filter(attempted.contains).count
         }
         return summary
     }
 
+    /// What the delivery thread hands back for one batch: the changes that record
+    /// outcomes, then the `released` changes that put unattempted messages back.
+    struct Outcomes: Sendable {
+        var changes: [Change]
+        var released: Int
+    }
+
+    /// A claimed message and the record as it was before the claim (to put back).
+    struct Claimed: Sendable {
+        let message: Message
+        let original: Message
+    }
+
     /// The delivery thread: takes claimed batches in order until nil, delivers each
-    /// and hands back the changes that record the outcomes.
-    private func startDeliveryThread(_ input: Channel<[Message]?>, _ output: Channel<[Change]>) {
+    /// slice by slice and hands back the changes that record the outcomes, and those
+    /// that put back what a stop request left unattempted.
+    private func startDeliveryThread(_ input: Channel<[Claimed]?>, _ output: Channel<Outcomes>) {
         let transport = SerializedTransport(self.transport)
-        let (policy, faults, clock, unit, deadline) = (self.policy, self.faults, self.clock, self.unit, options.deadline)
+        let (policy, faults, clock, unit, deadline, stop) = (self.policy, self.faults, self.clock, self.unit, options.deadline, self.stop)
+        let maximum = options.batchSize
         DispatchQueue(label: "msg.delivery").async {
+            var sizer = SliceSizer(maximum: maximum)
             while let batch = input.receive() {
-                var outcomes = transport.deliver(batch, deadline: deadline)
-                faults.pass(.afterDelivery, count: batch.count)
-                if outcomes.count < batch.count {
-                    // A transport that forgot some messages: they may or may not have gone
-                    // out, so they fail retryably (the transport's dedup by id keeps it once).
-                    let missing = MsgError(.remote, "the transport reported no outcome for this message")
-                    outcomes += Array(repeating: .failed(missing, retryAfter: nil), count: batch.count - outcomes.count)
+                var outcomes: [DeliveryOutcome] = []
+                outcomes.reserveCapacity(batch.count)
+                while outcomes.count < batch.count && stop.reason == nil {
+                    let slice = batch[outcomes.count..<min(batch.count, outcomes.count + sizer.size)].map(\.message)
+                    let started = Monotonic.milliseconds()
+                    var got = transport.deliver(slice, deadline: deadline)
+                    sizer.observe(count: slice.count, elapsed: MsgDuration(milliseconds: Monotonic.milliseconds() - started))
+                    faults.pass(.afterDelivery, count: slice.count)
+                    if got.count < slice.count {
+                        // A transport that forgot some messages: they may or may not have gone
+                        // out, so they fail retryably (the transport's dedup by id keeps it once).
+                        let missing = MsgError(.remote, "the transport reported no outcome for this message")
+                        got += Array(repeating: .failed(missing, retryAfter: nil), count: slice.count - got.count)
+                    }
+                    outcomes += got.prefix(slice.count)
                 }
                 let done = clock()
                 var changes: [Change] = []
                 changes.reserveCapacity(batch.count)
-                for (m, outcome) in zip(batch, outcomes) {
-                    var x = m
+                for (c, outcome) in zip(batch, outcomes) {
+                    var x = c.message
                     do throws(MsgError) {
                         try policy.apply(outcome, to: &x, now: done, unit: unit())
                     } catch {
@@ -170,7 +223,8 @@ public final class Flusher {
                     }
                     changes.append(Change(x, expected: .sending))
                 }
-                output.send(changes)
+                for c in batch[outcomes.count...] { changes.append(Change(c.original, expected: .sending)) }
+                output.send(Outcomes(changes: changes, released: batch.count - outcomes.count))
             }
         }
     }
@@ -187,7 +241,7 @@ public final class Flusher {
     }
 
     /// Takes up to `limit` due messages, recording them `sending` in one commit.
-    private func claimBatch(limit: Int) throws(MsgError) -> [Message] {
+    private func claimBatch(limit: Int) throws(MsgError) -> [Claimed] {
         let now = clock()
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
@@ -198,25 +252,36 @@ public final class Flusher {
         // each message remembered. Read in place: a local copy would be copied in full
         // by the inserts below.
         let remember = options.statuses.contains(.failed) || options.targets != nil
+        var originals: [String: Message] = [:]
         let claimed = try store.claim(query, limit: limit) { (m) throws(MsgError) -> Message? in
             guard !remember || !self.attempted.contains(m.id) else { return nil }
             var x = m
             try x.transition(to: .sending, event: "attempt", at: now)
             x.lease = Owner.lease(now: now, duration: leaseLength)
             faults.pass(.beforeSending)
+            originals[m.id] = m
             return x
         }
         if remember { for m in claimed { self.attempted.insert(m.id) } }
         if !claimed.isEmpty { faults.pass(.afterSending, count: claimed.count) }
-        return claimed
+        return claimed.map { Claimed(message: $0, original: originals[$0.id] ?? $0) }
     }
 
-    /// Records the outcomes of one batch in one commit and prints the records.
-    private func record(_ changes: [Change], into summary: inout Summary) throws(MsgError) {
+    /// Records the outcomes of one batch in one commit and prints the records. When
+    /// standard output fails (closed: EPIPE, as SIGPIPE is ignored while flushing; or
+    /// any other error, kept to be thrown at the end), prints no more and tells `stop`:
+    /// the outcomes are recorded all the same and nothing is left `sending`.
+    private func record(_ outcomes: Outcomes, into summary: inout Summary) throws(MsgError) {
+        let changes = outcomes.changes
         let applied = try store.update(changes)
         faults.pass(.afterSent, count: changes.count)
         writer.flushEveryLine = false
-        for (change, ok) in zip(changes, applied) where ok {
+        let firstReleased = changes.count - outcomes.released
+        for (i, (change, ok)) in zip(changes, applied).enumerated() where ok {
+            if i >= firstReleased {
+                summary.released += 1
+                continue  // put back as it was: nothing to print
+            }
             switch change.message.status {
             case .sent, .delivered: summary.sent += 1
             case .dead:
@@ -227,9 +292,23 @@ public final class Flusher {
                 summary.lastFailure = change.message.lastError
             }
             // The record as just stored, without history, from the same encoding.
-            try writer.writeRaw(change.record.jsonWithoutHistory)
+            print { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
         }
-        try writer.finish()
+        print { () throws(MsgError) in try writer.finish() }
+    }
+
+    /// The first error writing to standard output other than its being closed.
+    private var outputError: MsgError?
+
+    /// Runs a write to standard output unless it has failed before.
+    private func print(_ write: () throws(MsgError) -> Void) {
+        guard stop.reason != .closedOutput && outputError == nil else { return }
+        do throws(MsgError) {
+            try write()
+        } catch {
+            if (error.underlying as? Errno)?.rawValue != EPIPE { outputError = error }
+            stop.outputClosed()
+        }
     }
 }
 

@@ -35,8 +35,8 @@ public struct ListenService {
         let listener = try loader.openListener(url, context: context)
         let bound = try listener.start()
         Diagnostics.say("listening on \(bound), delivering into \(into)")
-        let signal = signals.wait()
-        Diagnostics.say("stopping (\(signal)): finishing the deliveries in flight")
+        let signal = StopRequest.Reason.signal(signals.wait())
+        Diagnostics.say("stopping (\(signal.name)): finishing the deliveries in flight")
         listener.stop()
     }
 

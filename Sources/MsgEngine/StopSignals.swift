@@ -3,39 +3,44 @@
 #endif
 
 /// SIGINT and SIGTERM, blocked on this thread (and the threads it starts after) so a
-/// long-running command waits for them where it is safe to stop, with no handler.
-struct StopSignals {
+/// long-running command waits for them, or asks for them (``StopRequest``), where it
+/// is safe to stop, with no handler. Block them before opening a transport, whose
+/// threads must inherit the mask.
+///
+/// ``restore()`` unblocks what was not blocked before: a signal still pending then
+/// is delivered, and ends the process as it would have at once, after the command
+/// put everything back in order.
+public struct StopSignals {
     private var set = sigset_t()
     private var previous = sigset_t()
 
     /// Blocks both signals; ``restore()`` puts the previous mask back.
-    init() {
+    public init() {
         sigemptyset(&set)
         sigaddset(&set, SIGINT)
         sigaddset(&set, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &set, &previous)
     }
 
-    func restore() {
+    /// Puts the previous mask back.
+    public func restore() {
         var previous = self.previous
         pthread_sigmask(SIG_SETMASK, &previous, nil)
     }
 
-    /// Waits for one of them. - Returns: its name.
-    func wait() -> String {
+    /// Waits for one of them. - Returns: its number.
+    func wait() -> Int32 {
         var set = self.set
         var signal: Int32 = 0
         while sigwait(&set, &signal) != 0 {}
-        return Self.name(signal)
+        return signal
     }
 
-    /// Waits for one of them for at most `milliseconds`. - Returns: its name, or nil.
-    func wait(milliseconds: Int64) -> String? {
+    /// Waits for one of them for at most `milliseconds`. - Returns: its number, or nil.
+    func wait(milliseconds: Int64) -> Int32? {
         var set = self.set
         var timeout = timespec(tv_sec: Int(milliseconds / 1000), tv_nsec: Int(milliseconds % 1000) * 1_000_000)
         let signal = sigtimedwait(&set, nil, &timeout)
-        return signal == SIGINT || signal == SIGTERM ? Self.name(signal) : nil
+        return signal == SIGINT || signal == SIGTERM ? signal : nil
     }
-
-    private static func name(_ signal: Int32) -> String { signal == SIGINT ? "SIGINT" : "SIGTERM" }
 }

@@ -104,3 +104,59 @@ func temporaryDirectory() -> String {
         #expect(try recoverer.run(dryRun: false) { (_) throws(MsgError) in } == .init(), "a second pass finds nothing")
     }
 }
+
+/// A transport that delivers everything and asks the flusher to stop after its
+/// first call, as a signal arriving mid-flush would.
+final class StoppingTransport: Transport {
+    let stop: StopRequest
+    var calls: [Int] = []
+    init(stop: StopRequest) { self.stop = stop }
+    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+        calls.append(messages.count)
+        stop.outputClosed()
+        return messages.map { _ in .delivered(confirmed: false) }
+    }
+}
+
+@Suite struct FlusherStopTests {
+    @Test func aStopPutsBackWhatWasClaimedButNotAttemptedExactlyAsItWas() throws {
+        let store = try PluginLoader().openStore("json:\(temporaryDirectory())/q.json")
+        let originals = (0..<300).map { Fixtures.message($0, createdOffset: Int64($0)) }
+        _ = try store.add(originals)
+        let stop = StopRequest(watchesSignals: false)
+        let transport = StoppingTransport(stop: stop)
+        var options = Flusher.Options()
+        options.batchSize = 100
+        let devNull = open("/dev/null", O_WRONLY)
+        let summary = try Flusher(store: store, transport: transport, policy: RetryPolicy(), options: options,
+                                  faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                                  stop: stop).run()
+        #expect(transport.calls == [16], "one slice, then the stop was honoured")
+        // The next batch is claimed while the first is delivered: it may be out too.
+        #expect(summary.sent == 16 && [100 - 16, 200 - 16].contains(summary.released) && summary.stopped == .closedOutput,
+                "nothing claimed after the stop: \(summary)")
+        #expect(try store.count(Query(statuses: [.sending])) == 0)
+        var after: [Message] = []
+        try store.list(Query(statuses: [.queued])) { after.append($0); return true }
+        #expect(after == Array(originals[16...]), "put back untouched, in FIFO order")
+    }
+}
+
+@Suite struct SliceSizerTests {
+    @Test func growsWhileFastShrinksWhenSlowAndIgnoresShortSlices() {
+        var s = SliceSizer(target: MsgDuration(milliseconds: 200), maximum: 1024, start: 16)
+        s.observe(count: 16, elapsed: MsgDuration(milliseconds: 99))
+        #expect(s.size == 32, "under half the target: doubles")
+        s.observe(count: 32, elapsed: MsgDuration(milliseconds: 100))
+        #expect(s.size == 32, "between half and twice: stays")
+        s.observe(count: 5, elapsed: MsgDuration(milliseconds: 1))
+        #expect(s.size == 32, "the end of a batch says nothing")
+        s.observe(count: 32, elapsed: MsgDuration(milliseconds: 401))
+        #expect(s.size == 16, "over twice the target: halves")
+        for _ in 0..<20 { s.observe(count: s.size, elapsed: .seconds(0)) }
+        #expect(s.size == 1024, "never past the batch")
+        for _ in 0..<20 { s.observe(count: s.size, elapsed: .seconds(60)) }
+        #expect(s.size == 1, "never below one")
+        #expect(SliceSizer(maximum: 4).size == 4)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// SIGTERM, SIGINT and a closed standard output stop `flush` and `retry` at the next
+/// transport call: the outcomes in flight are recorded, the rest is put back as it
+/// was, and no message is left `sending`.
+@Suite struct StopTests {
+    /// 2,000 queued messages and a destination answering in 50 ms each: flushing them
+    /// all would take 100 s, far past each test's time limit.
+    func slowQueue() throws -> Sandbox {
+        let s = try Sandbox()
+        _ = try s.sh("seq 2000 | awk '{printf \"{\\\"to\\\":\\\"u%d\\\",\\\"body\\\":\\\"b\\\"}\\n\", $1}' | msg compose --enqueue > /dev/null")
+        return s
+    }
+
+    /// Starts `msg ARGS` in the sandbox (descriptor 3 on /dev/null, for the mock
+    /// transport to write to), its stdout and stderr on pipes.
+    func start(_ s: Sandbox, _ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = ["-c", "exec 3>/dev/null; exec \"$0\" \"$@\"", buildDirectory + "/msg"] + arguments
+        p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
+        p.standardInput = FileHandle.nullDevice
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        return (p, out, err)
+    }
+
+    /// Waits until the process printed its first record: a batch was recorded.
+    func firstRecord(_ out: Pipe) -> Bool {
+        var data = Data()
+        while !data.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { return false }
+            data += chunk
+        }
+        return true
+    }
+
+    func counts(_ s: Sandbox) throws -> [String] {
+        try s.sh("for st in sending sent queued failed; do echo \"$st $(msg queue count --status $st)\"; done").lines
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func sigtermStopsABusyWatchWithNothingLeftSending() throws {
+        let s = try slowQueue()
+        let (p, out, err) = try start(s, ["flush", "--watch", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
+        #expect(firstRecord(out))
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationReason == .exit && p.terminationStatus == 0)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let line = try #require(stderr.split(separator: "\n").last { $0.hasPrefix("msg: stopping (SIGTERM): ") })
+        let c = try counts(s)
+        #expect(c.first == "sending 0", "\(c)")
+        let sent = Int(c[1].split(separator: " ")[1]) ?? -1, queued = Int(c[2].split(separator: " ")[1]) ?? -1
+        #expect(sent > 0 && queued > 0 && sent + queued == 2000, "\(c)")
+        #expect(line.contains("\(sent) sent, 0 deferred, 0 dead; "), "\(line)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func ctrlCInterruptsAPlainFlushWhichEndsAsTheSignalWould() throws {
+        let s = try slowQueue()
+        let (p, out, err) = try start(s, ["flush", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
+        #expect(firstRecord(out))
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        #expect(p.terminationReason == .uncaughtSignal && p.terminationStatus == SIGINT, "a shell loop around it stops too")
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(stderr.contains("msg: stopping (SIGINT): ") && stderr.contains("not attempted were put back untouched"), "\(stderr)")
+        #expect(try counts(s).first == "sending 0")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aClosedOutputStopsAFlush() throws {
+        let s = try slowQueue()
+        let r = try s.sh("msg flush --batch 64 --transport 'stdout:?latency=5ms&fd=3' 3>/dev/null | head -1 | wc -l; echo \"${PIPESTATUS[0]}\"")
+        #expect(r.lines == ["1", "141"], "\(r.out)\(r.err)")
+        #expect(r.err.isEmpty, "a closed pipe is not worth a word: \(r.err)")
+        let c = try counts(s)
+        #expect(c.first == "sending 0" && c[2] != "queued 0", "\(c)")
+    }
+
+    /// Put back means as before the claim: a failed message keeps its attempts and
+    /// its next due time.
+    @Test(.timeLimit(.minutes(1)))
+    func aStoppedRetryPutsFailedMessagesBackAsTheyWere() throws {
+        let s = try slowQueue()
+        _ = try s.sh("msg flush --transport 'stdout:?fail=1&fd=3' 3>/dev/null > /dev/null")
+        let before = try s.sh("msg queue ls --status failed | cut -c1-36 | sort | md5sum; msg queue ls --status failed | md5sum").out
+        let (p, out, _) = try start(s, ["retry", "--now", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
+        #expect(firstRecord(out))
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationReason == .uncaughtSignal && p.terminationStatus == SIGTERM)
+        let c = try counts(s)
+        #expect(c.first == "sending 0" && c[2] == "queued 0", "\(c)")
+        let failed = try records(try s.sh("msg queue ls --status failed --history").out)
+        #expect(failed.count > 0 && failed.allSatisfy { $0.attempts == 1 && $0.history.map(\.event) == ["queued", "attempt", "failed"] })
+        #expect(!before.isEmpty)
+    }
+}
