@@ -114,7 +114,7 @@ public final class FileDropTransport: Transport {
             let temporary = "\(m.id).\(String(random.next(), radix: 36)).json"
             do throws(MsgError) {
                 var w = JSONWriter(capacity: 512)
-                m.write(to: &w)
+                m.writeDelivered(to: &w)
                 w.raw("\n")
                 let fd = openat(directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw SystemCalls.error(.unreachable, "cannot create \(root)/tmp/\(temporary)") }

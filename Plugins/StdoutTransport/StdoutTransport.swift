@@ -1,7 +1,8 @@
 import MsgKit
 
 /// The `stdout:` transport: a mock that "delivers" each record by writing it as one
-/// NDJSON line to standard output. For tests, demos and dry runs.
+/// NDJSON line to standard output, as a destination receives it
+/// (``Message/writeDelivered(to:)``). For tests, demos and dry runs.
 ///
 /// Delivering an id twice in one process writes it once (ids are the idempotency
 /// key); ``lookup(_:)`` answers from what this process delivered.
@@ -34,7 +35,7 @@ public final class StdoutTransport: Transport {
             if let failure = faults.outcome(for: message, deadline: deadline) { return failure }
             delivered.insert(message.id)
             do throws(MsgError) {
-                try writer.write(message)
+                try writer.writeDelivered(message)
                 return .delivered(confirmed: false)
             } catch {
                 delivered.remove(message.id)

@@ -112,7 +112,7 @@ public final class TCPTransport: Transport {
 
     private static func line(_ m: Message) -> [UInt8] {
         var w = JSONWriter(capacity: 512)
-        m.write(to: &w)
+        m.writeDelivered(to: &w)
         w.bytes.append(UInt8(ascii: "\n"))
         return w.bytes
     }

@@ -17,7 +17,7 @@ struct ListenCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Where to listen: tcp://HOST:PORT, with ?token=SECRET to require a token.") var url: String
     @Option(help: "The local transport records go into (default: file:$MSG_HOME/inbox).") var into: String?
-    @Option(name: .customLong("max-line"), help: "The longest record accepted, in bytes or with KiB/MiB.") var maxLine = "1MiB"
+    @Option(name: .customLong("max-line"), help: "The longest record accepted, in bytes or with KiB/MiB (default 1040KiB: the largest record msg sends).") var maxLine = "1040KiB"
     @Option(help: "The deadline of each delivery into the inbox.") var deadline = "3s"
 
     func validate() throws {

@@ -22,9 +22,12 @@ public struct Composer {
         let writer = NDJSONWriter()
         if let body, let to {
             let text = body == "-" ? try Self.readBody() : body
-            var m = try drafts.make(to: to, body: text)
-            if let store { m = try store.add([m])[0].message }
-            try writer.write(m)
+            let r = try RecordPipeline.encode(try drafts.make(to: to, body: text)).get()
+            if let store, let stored = try store.add([r]).first, !stored.inserted {
+                try writer.write(stored.message)
+            } else {
+                try writer.writeRaw(r.json)
+            }
             return 0
         }
         let drafts = self.drafts

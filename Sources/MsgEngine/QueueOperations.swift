@@ -74,6 +74,8 @@ public struct QueueOperations {
             }
             x.updatedAt = now
             x.history.append(.init(at: now, event: "edited", status: x.status))
+            let size = EncodedMessage(x).json.count
+            if size > RecordLimits.maxRecordBytes { throw RecordLimits.tooLarge(size) }
             return x
         }
     }

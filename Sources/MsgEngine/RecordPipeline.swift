@@ -50,11 +50,11 @@ public struct RecordPipeline {
     public func run(_ reader: inout NDJSONReader, progress: Progress? = nil) throws(MsgError) -> Summary {
         var summary = Summary()
         if onError == .abort {
-            var all: [Message] = []
+            var all: [EncodedMessage] = []
             while let lines = try reader.nextBatch() {
                 for line in lines {
-                    switch Self.parse(line, decode) {
-                    case .success(let m): all.append(m)
+                    switch Self.parse(line, decode).flatMap(Self.encode) {
+                    case .success(let r): all.append(r)
                     case .failure(let e):
                         Diagnostics.badLine(line.number, e)
                         Diagnostics.say("stopped at line \(line.number) (--on-error abort): nothing was stored")
@@ -63,7 +63,7 @@ public struct RecordPipeline {
                     }
                 }
             }
-            try commitAndEcho(all.map { EncodedMessage($0) }, &summary)
+            try commitAndEcho(all, &summary)
             try writer.finish()
             return summary
         }
@@ -79,8 +79,8 @@ public struct RecordPipeline {
                     var bad: [(Int, MsgError)] = []
                     messages.reserveCapacity(lines.count)
                     for line in lines {
-                        switch Self.parse(line, decode) {
-                        case .success(let m): messages.append(EncodedMessage(m))
+                        switch Self.parse(line, decode).flatMap(Self.encode) {
+                        case .success(let r): messages.append(r)
                         case .failure(let e): bad.append((line.number, e))
                         }
                     }
@@ -118,6 +118,13 @@ public struct RecordPipeline {
         case batch(messages: [EncodedMessage], bad: [(Int, MsgError)])
         case end
         case failed(MsgError)
+    }
+
+    /// Encodes a record, refusing one over ``RecordLimits/maxRecordBytes``: every
+    /// record msg accepts is one its transports deliver.
+    static func encode(_ m: Message) -> Result<EncodedMessage, MsgError> {
+        let r = EncodedMessage(m)
+        return r.json.count > RecordLimits.maxRecordBytes ? .failure(RecordLimits.tooLarge(r.json.count)) : .success(r)
     }
 
     private static func parse(_ line: NDJSONReader.Line, _ decode: Decode) -> Result<Message, MsgError> {

@@ -87,7 +87,7 @@ import Testing
         let lines = 1 + garbage.filter { $0 == 0x0A }.count + 2
         #expect(answers.count == lines, "one answer per line")
         #expect(answers.dropLast(2).allSatisfy { $0["ok"] == .bool(false) && $0["error"]?["code"] == .string("rejected") })
-        #expect(answers[0]["error"]?["message"]?.stringValue?.contains("over the limit of 1048576") == true, "\(answers[0])")
+        #expect(answers[0]["error"]?["message"]?.stringValue?.contains("over the limit of \(RecordLimits.maxDeliveredBytes)") == true, "\(answers[0])")
         #expect(answers[lines - 2] == (try JSONParser.parse("{\"id\":\"\(id)\",\"ok\":true}")))
         #expect(answers[lines - 1] == (try JSONParser.parse("{\"id\":\"\(id)\",\"delivered\":true}")))
         #expect(inbox(s) == [id: 1])

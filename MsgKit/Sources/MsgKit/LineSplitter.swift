@@ -20,7 +20,7 @@ public struct LineSplitter: Sendable {
     private var lineNumber = 0
 
     /// The default limit: 1 MiB.
-    public static let defaultMaxLineLength = 1 << 20
+    public static let defaultMaxLineLength = RecordLimits.maxRecordBytes
 
     /// A splitter refusing lines longer than `maxLineLength` bytes.
     public init(maxLineLength: Int = LineSplitter.defaultMaxLineLength) {

@@ -32,7 +32,7 @@ public struct ListenerContext {
     public var report: @Sendable (String) -> Void
 
     /// A context delivering into `sink`.
-    public init(sink: any Transport, maxLineBytes: Int = 1 << 20, deadline: MsgDuration = .seconds(3),
+    public init(sink: any Transport, maxLineBytes: Int = RecordLimits.maxDeliveredBytes, deadline: MsgDuration = .seconds(3),
                 report: @escaping @Sendable (String) -> Void) {
         self.sink = sink
         self.maxLineBytes = maxLineBytes

@@ -95,6 +95,17 @@ extension Message {
         w.raw("}")
     }
 
+    /// Writes the record as a destination receives it: as stored, but without its
+    /// `lease` (the sender's host and pid are none of the receiver's business) and
+    /// its `history` (the sender's account of its attempts), and with `status`
+    /// `delivered`, which it is once the destination has it (msg-record(5)).
+    public func writeDelivered(to w: inout JSONWriter) {
+        var delivered = self
+        delivered.lease = nil
+        delivered.status = .delivered
+        delivered.write(to: &w, includeHistory: false)
+    }
+
     /// Writes the `history` array.
     public func writeHistory(to w: inout JSONWriter) {
         w.raw("[")

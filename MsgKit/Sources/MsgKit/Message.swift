@@ -94,9 +94,18 @@ public struct Message: Sendable, Equatable {
             self.at = at
         }
 
-        /// The record of `error` at time `at`.
+        /// The record of `error` at time `at`; a message longer than
+        /// ``RecordLimits/maxErrorMessageBytes`` is cut.
         public init(_ error: MsgError, at: Timestamp) {
-            self.init(code: error.code.name, message: error.message, retryable: error.code.isRetryable, at: at)
+            var message = error.message
+            if message.utf8.count > RecordLimits.maxErrorMessageBytes {
+                var bytes = Array(message.utf8.prefix(RecordLimits.maxErrorMessageBytes - 3))
+                // Never end inside a character's bytes (at worst one whole character more goes).
+                while let last = bytes.last, last & 0xC0 == 0x80 { bytes.removeLast() }
+                if let last = bytes.last, last >= 0xC0 { bytes.removeLast() }
+                message = String(decoding: bytes, as: UTF8.self) + "…"
+            }
+            self.init(code: error.code.name, message: message, retryable: error.code.isRetryable, at: at)
         }
     }
 

@@ -25,6 +25,14 @@ public final class NDJSONWriter {
         try emit()
     }
 
+    /// Writes one record line as a destination receives it (``Message/writeDelivered(to:)``).
+    /// - Throws: `MsgError.storeIO` when the output fails.
+    public func writeDelivered(_ message: Message) throws(MsgError) {
+        writer.bytes.removeAll(keepingCapacity: true)
+        message.writeDelivered(to: &writer)
+        try emit()
+    }
+
     /// Writes one line of JSON text that is already compact and valid (a store's
     /// stored record). - Throws: `MsgError.storeIO`.
     public func writeRaw(_ json: [UInt8]) throws(MsgError) {

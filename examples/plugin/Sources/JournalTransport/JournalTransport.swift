@@ -29,7 +29,10 @@ public final class JournalTransport: Transport {
         var lines: [UInt8] = []
         var fresh: [String] = []
         for m in messages where !delivered.contains(m.id) && !fresh.contains(m.id) {
-            lines += Array(m.jsonText().utf8) + [0x0A]
+            // What a destination receives: no lease, no history, status delivered.
+            var w = JSONWriter()
+            m.writeDelivered(to: &w)
+            lines += w.bytes + [0x0A]
             fresh.append(m.id)
         }
         do throws(MsgError) {
