@@ -16,6 +16,20 @@ import Testing
         for page in pages {
             let r = try s.sh("LC_ALL=C.UTF-8 groff -ww -man -Tutf8 -z '\(Self.manDirectory)/\(page)' 2>&1; echo \"exit $?\"")
             #expect(r.out == "exit 0\n", "\(page): \(r.out)")
+            // mandoc is stricter: a stray escape or an empty paragraph that groff lets
+            // pass shows up as garbage where man(1) is mandoc.
+            let lint = try s.sh("mandoc -T lint '\(Self.manDirectory)/\(page)' 2>&1; echo \"exit $?\"")
+            #expect(lint.out == "exit 0\n", "\(page): \(lint.out)")
+        }
+    }
+
+    /// Nothing but text and the characters roff escapes stand for: a control byte in
+    /// a page is always a mistake (a `\f` that became a form feed, say).
+    @Test func noPageHoldsAControlCharacter() throws {
+        for page in try FileManager.default.contentsOfDirectory(atPath: Self.manDirectory) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: "\(Self.manDirectory)/\(page)"))
+            let bad = bytes.enumerated().first { $0.element < 0x20 && $0.element != 0x0A && $0.element != 0x09 }
+            #expect(bad == nil, "\(page): byte \(bad?.element ?? 0) at offset \(bad?.offset ?? 0)")
         }
     }
 }
