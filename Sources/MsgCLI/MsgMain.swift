@@ -52,6 +52,10 @@ public enum MsgMain {
             out.write(MsgVersion.current + "\n")
             return (try? out.flush()) == nil ? 74 : 0
         }
+        if let unknown = UnknownCommand.check(arguments) {
+            Diagnostics.say(unknown.message)
+            return unknown.code.exitCode
+        }
         do {
             var command = try MsgCommand.parseAsRoot(arguments)
             try command.run()

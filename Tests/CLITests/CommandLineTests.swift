@@ -15,6 +15,23 @@ import Testing
         #expect(h.status == 0 && h.out.contains("compose") && h.out.contains("queue"))
     }
 
+    /// One `msg:` line, exit 64, and the nearest command, as git does; the same at
+    /// the `msg shell` prompt.
+    @Test func aMistypedCommandSuggestsTheNearest() throws {
+        let s = try Sandbox()
+        let cases = [("msg flsuh", "unknown command 'flsuh'; did you mean 'flush'?"),
+                     ("msg queue lss", "unknown command 'queue lss'; did you mean 'queue ls'?"),
+                     ("msg que", "unknown command 'que'; did you mean 'queue'?"),
+                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, export, listen, shell, plugins, help")]
+        for (command, said) in cases {
+            let r = try s.sh(command)
+            #expect(r.status == 64 && r.err == "msg: \(said)\n" && r.out.isEmpty, "\(command): \(r.err)")
+        }
+        let shell = try s.sh("echo 'reocver' | msg shell")
+        #expect(shell.status == 64 && shell.err.hasPrefix("msg: unknown command 'reocver'; did you mean 'recover'?\n"), "\(shell.err)")
+        #expect(!shell.err.contains("Usage:"))
+    }
+
     @Test func unknownSchemeExits69AndSaysWhatIsKnown() throws {
         let s = try Sandbox()
         let r = try s.sh("msg queue ls --store redis://localhost")
