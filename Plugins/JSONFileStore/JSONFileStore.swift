@@ -107,16 +107,16 @@ public final class JSONFileStore: Store {
         }
     }
 
-    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
+    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
         if limit <= 0 { return [] }
-        return try write { (tx) throws(MsgError) -> [Message] in
-            var taken: [Message] = []
+        return try write { (tx) throws(MsgError) -> [EncodedMessage] in
+            var taken: [EncodedMessage] = []
             for m in tx.sorted(matching: query) {
                 if taken.count >= limit { break }
                 guard let changed = try transform(m) else { continue }
-                taken.append(changed)
+                taken.append(EncodedMessage(changed))
             }
-            for m in taken { tx.set(m) }
+            for r in taken { tx.set(r) }
             return taken
         }
     }

@@ -142,7 +142,7 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
+    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
         if limit <= 0 { return [] }
         return try guarded { () throws(MsgError) in
             try db.transaction("claiming messages") { () throws(MsgError) in
@@ -175,9 +175,10 @@ public final class SQLiteStore: Store {
                 s.reset()
                 // Inside the write transaction nobody else can change these rows, so
                 // every compare-and-set applies; checking keeps the result honest.
-                var claimed: [Message] = []
+                var claimed: [EncodedMessage] = []
+                claimed.reserveCapacity(taken.count)
                 let update = try replaceStatement()
-                for t in taken where try replace(t.record, expected: t.expected, update) { claimed.append(t.record.message) }
+                for t in taken where try replace(t.record, expected: t.expected, update) { claimed.append(t.record) }
                 return claimed
             }
         }

@@ -68,7 +68,9 @@ struct RetryCommand: ParsableCommand {
         let (ids, badLines) = try targets.resolve()
         if dead {
             let writer = NDJSONWriter()
-            let moved = try Redrive.run(store: try session.store(), targets: ids, now: .now()) { (m) throws(MsgError) in try writer.write(m, includeHistory: false) }
+            writer.flushEveryLine = false
+            let moved = try Redrive.run(store: try session.store(), targets: ids, now: .now()) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
+            try writer.finish()
             if moved > 0 { Diagnostics.say("redrove \(moved) dead message\(moved == 1 ? "" : "s") to queued") }
             try finish(badLines > 0 ? 65 : 0)
             return

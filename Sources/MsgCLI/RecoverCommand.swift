@@ -22,7 +22,9 @@ struct RecoverCommand: ParsableCommand {
         let session = try global.session()
         let writer = NDJSONWriter()
         let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: try MsgDuration(parsing: staleAfter))
-        let summary = try recoverer.run(dryRun: dryRun) { (m) throws(MsgError) in try writer.write(m, includeHistory: false) }
+        writer.flushEveryLine = false
+        let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
+        try writer.finish()
         guard summary.total > 0 else { return }
         let verb = dryRun ? "would recover" : "recovered"
         Diagnostics.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")

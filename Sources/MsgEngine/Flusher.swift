@@ -262,9 +262,9 @@ public final class Flusher {
             originals[m.id] = m
             return x
         }
-        if remember { for m in claimed { self.attempted.insert(m.id) } }
+        if remember { for r in claimed { self.attempted.insert(r.message.id) } }
         if !claimed.isEmpty { faults.pass(.afterSending, count: claimed.count) }
-        return claimed.map { Claimed(message: $0, original: originals[$0.id] ?? $0) }
+        return claimed.map { Claimed(message: $0.message, original: originals[$0.message.id] ?? $0.message) }
     }
 
     /// Records the outcomes of one batch in one commit and prints the records. When

@@ -166,7 +166,7 @@ public struct QueueOperations {
             Diagnostics.say("\(id): \(error.message)")
         }
         outcome.problems += problems.count
-        outcome.changed = changed
+        outcome.changed = changed.map(\.message)
         return outcome
     }
 }

@@ -35,8 +35,9 @@ public struct Recoverer {
     }
 
     /// Runs one pass; `dryRun` decides without storing. Each resolved record is passed
-    /// to `report`. - Throws: store errors; a transport that cannot be asked.
-    public func run(dryRun: Bool, report: (Message) throws(MsgError) -> Void) throws(MsgError) -> Summary {
+    /// to `report`, encoded as stored (or as it would be). - Throws: store errors; a
+    /// transport that cannot be asked.
+    public func run(dryRun: Bool, report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> Summary {
         let now = clock()
         let query = Query(statuses: [.sending], updatedBy: Timestamp(milliseconds: now.milliseconds - staleAfter.milliseconds))
         var summary = Summary()
@@ -53,9 +54,10 @@ public struct Recoverer {
             return true
         }
         var known: [String: Bool] = [:]
+        known.reserveCapacity(candidates.count)
         for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
         var decided: [Message] = []
-        _ = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
+        let resolved = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
             if let lease = m.lease, Owner.isAlive(lease, now: now) { return nil }
             var x = m
             x.lease = nil
@@ -68,10 +70,15 @@ public struct Recoverer {
                 try x.transition(to: .queued, event: "recovered", at: now)
                 summary.requeued += 1
             }
-            decided.append(x)
-            return dryRun ? nil : x
+            if dryRun {
+                decided.append(x)
+                return nil
+            }
+            return x
         }
-        for m in decided { try report(m) }
+        // As stored, from the bytes the store wrote; a dry run encodes what it decided.
+        for r in resolved { try report(r) }
+        for m in decided { try report(EncodedMessage(m)) }
         return summary
     }
 }
@@ -80,7 +87,7 @@ public struct Recoverer {
 /// attempts reset so the retry limit applies afresh.
 public enum Redrive {
     /// Redrives dead messages (only `targets` when given). - Throws: store errors.
-    public static func run(store: any Store, targets: [String]?, now: Timestamp, report: (Message) throws(MsgError) -> Void) throws(MsgError) -> Int {
+    public static func run(store: any Store, targets: [String]?, now: Timestamp, report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> Int {
         let moved = try store.claim(Query(statuses: [.dead], ids: targets.map(Set.init)), limit: Int.max) { (m) throws(MsgError) -> Message? in
             var x = m
             x.attempts = 0

@@ -92,7 +92,7 @@ func temporaryDirectory() -> String {
         clock.advance(10_000)
         let recoverer = Recoverer(store: store, transport: transport, staleAfter: .seconds(5), clock: clock.read)
         var reported: [String] = []
-        let dry = try recoverer.run(dryRun: true) { (m) throws(MsgError) in reported.append(m.id) }
+        let dry = try recoverer.run(dryRun: true) { (m) throws(MsgError) in reported.append(m.message.id) }
         #expect(dry == .init(markedSent: 1, requeued: 1))
         #expect(try store.count(Query(statuses: [.sending])) == 3, "a dry run changes nothing")
         let summary = try recoverer.run(dryRun: false) { (_) throws(MsgError) in }

@@ -39,6 +39,15 @@ public final class NDJSONWriter {
         try json.withUnsafeBufferPointer { (b) throws(MsgError) in try writeRaw(b) }
     }
 
+    /// Writes an encoded record without its history (as `queue ls` shows records),
+    /// from its bytes. - Throws: `MsgError.storeIO`.
+    public func writeWithoutHistory(_ record: EncodedMessage) throws(MsgError) {
+        output.buffer.append(contentsOf: record.json[..<record.historyOffset])
+        output.buffer.append(UInt8(ascii: "}"))
+        output.buffer.append(0x0A)
+        if flushEveryLine { try output.flush() } else { try output.flushIfLarge() }
+    }
+
     /// Writes one line of JSON text that is already compact and valid. - Throws: `MsgError.storeIO`.
     public func writeRaw(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
         output.buffer.append(contentsOf: json)

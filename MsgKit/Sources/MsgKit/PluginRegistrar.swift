@@ -18,8 +18,9 @@ public final class PluginRegistrar {
     /// gains, loses or reorders a stored property or a protocol requirement, or a
     /// plugin built earlier will misread memory instead of being refused.
     /// Version 2 added listeners (``listener(scheme:_:)``). Version 3: stores are
-    /// opened for reading or writing (``StoreAccess``) and name the damaged files they
-    /// set aside (``Store/setAside()``).
+    /// opened for reading or writing (``StoreAccess``), name the damaged files they
+    /// set aside (``Store/setAside()``), and a claim returns the records with the text
+    /// stored for each (``EncodedMessage``).
     public static let abiVersion: UInt32 = 3
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the

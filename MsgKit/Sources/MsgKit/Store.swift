@@ -66,9 +66,10 @@ public protocol Store: AnyObject {
     /// to `transform`, and stores those it returns (nil: leave the record alone), in one
     /// durable commit. While one call runs, no other process can select the same records,
     /// which is what makes leases safe.
-    /// - Returns: the stored results of `transform`, in FIFO order.
+    /// - Returns: the stored results of `transform` with the text stored for each (a
+    ///   caller printing them writes those bytes, not a new encoding), in FIFO order.
     /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
-    func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message]
+    func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage]
 
     /// The damaged files this store (or an earlier run) set aside that are still beside
     /// it, oldest first. While there are any, the queue started afresh without the

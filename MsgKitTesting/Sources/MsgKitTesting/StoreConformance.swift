@@ -140,12 +140,17 @@ public enum StoreConformance {
             _ = try store.add((0..<10).map { Fixtures.message($0, createdOffset: Int64($0)) })
             let other = try open(url)
             func take(_ s: any Store, _ n: Int) throws -> [Message] {
-                try s.claim(Query(statuses: [.queued]), limit: n) { (m) throws(MsgError) -> Message? in
+                let claimed = try s.claim(Query(statuses: [.queued]), limit: n) { (m) throws(MsgError) -> Message? in
                     var x = m
                     try x.transition(to: .sending, event: "attempt", at: Fixtures.t0)
                     x.lease = .init(host: "h", pid: 1, until: Fixtures.t0.adding(.seconds(30)))
                     return x
                 }
+                for r in claimed {
+                    c.expectEqual(r, EncodedMessage(r.message), "the text returned is the record's canonical text")
+                    c.expectEqual(try s.get(r.message.id), r.message, "the record returned is the one stored")
+                }
+                return claimed.map(\.message)
             }
             let first = try take(store, 4)
             let second = try take(other, 4)
@@ -166,7 +171,7 @@ public enum StoreConformance {
             let early = try store.claim(Query(statuses: [.sending], leaseEndedBy: Fixtures.t0.adding(.seconds(10))), limit: 5) { $0 }
             c.expectEqual(early.count, 0, "claim while the lease is live")
             let late = try store.claim(Query(statuses: [.sending], leaseEndedBy: Fixtures.t0.adding(.seconds(31))), limit: 5) { $0 }
-            c.expectEqual(late.map(\.id), [m.id], "claim after the lease ended")
+            c.expectEqual(late.map(\.message.id), [m.id], "claim after the lease ended")
         }
 
         runner.scenario("a failing transform stores nothing") { c in

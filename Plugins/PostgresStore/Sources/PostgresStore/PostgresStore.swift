@@ -137,7 +137,7 @@ public final class PostgresStore: Store {
         return try Self.applied(removals.map(\.id), rows, "removing messages")
     }
 
-    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [Message] {
+    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
         if limit <= 0 { return [] }
         return try db.transaction("claiming messages") { () throws(MsgError) in
             var filter = PostgresFilter(query)
@@ -169,7 +169,7 @@ public final class PostgresStore: Store {
             let encoded = taken.map { EncodedMessage($0) }
             let rows = try db.query(RowColumns(encoded, expected: expected).update(table), "claiming \(taken.count) messages")
             let applied = try Self.applied(taken.map(\.id), rows, "claiming messages")
-            return zip(taken, applied).filter(\.1).map(\.0)
+            return zip(encoded, applied).filter(\.1).map(\.0)
         }
     }
 

@@ -25,7 +25,7 @@ final class Workers: @unchecked Sendable {
                 return x
             }
             if got.isEmpty { return ids }
-            ids += got.map(\.id)
+            ids += got.map(\.message.id)
         }
     }
 
