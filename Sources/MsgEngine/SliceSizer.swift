@@ -6,8 +6,10 @@ import MsgKit
 /// A stop request is honoured between calls, so this bounds how long a stop takes:
 /// about one call. Fast transports (a file drop that syncs once per call, a TCP
 /// window) soon get the whole batch in one call and lose nothing; a slow one (an API
-/// answering in 50 ms) gets a few messages per call. Starts small, doubles while a
-/// full slice takes under half the target, halves when one takes over twice it.
+/// answering in 50 ms) gets a few messages per call. Starts at one message, so even
+/// the first call of a transport whose every attempt runs to its deadline ends within
+/// one deadline; doubles while a full slice takes under half the target, halves when
+/// one takes over twice it.
 public struct SliceSizer: Sendable, Equatable {
     /// The duration one call should have.
     public let target: MsgDuration
@@ -17,7 +19,7 @@ public struct SliceSizer: Sendable, Equatable {
     public private(set) var size: Int
 
     /// A sizer starting at `start` messages (at most `maximum`).
-    public init(target: MsgDuration = MsgDuration(milliseconds: 250), maximum: Int, start: Int = 16) {
+    public init(target: MsgDuration = MsgDuration(milliseconds: 250), maximum: Int, start: Int = 1) {
         self.target = target
         self.maximum = max(1, maximum)
         self.size = max(1, min(start, maximum))
