@@ -127,6 +127,7 @@ public final class JSONFileStore: Store {
     /// the lines it produced, and only then applies its changes in memory. The queue
     /// is never copied: a batch costs what it changes, not the size of the queue.
     private func write<R>(_ body: (inout Transaction) throws(MsgError) -> R) throws(MsgError) -> R {
+        guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only") }
         try lock(LOCK_EX)
         defer { flock(lockFD, LOCK_UN) }
         try refresh(writer: true)

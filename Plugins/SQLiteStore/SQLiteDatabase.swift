@@ -141,6 +141,7 @@ final class SQLiteDatabase {
     /// front, so two writers wait for each other instead of failing on upgrade.
     /// Commits when `body` returns, rolls back when it throws.
     func transaction<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only (while \(what))") }
         try execute("BEGIN IMMEDIATE", what)
         do throws(MsgError) {
             let result = try body()

@@ -292,16 +292,16 @@ public final class Flusher {
                 summary.lastFailure = change.message.lastError
             }
             // The record as just stored, without history, from the same encoding.
-            print { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
+            writeOut { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
         }
-        print { () throws(MsgError) in try writer.finish() }
+        writeOut { () throws(MsgError) in try writer.finish() }
     }
 
     /// The first error writing to standard output other than its being closed.
     private var outputError: MsgError?
 
     /// Runs a write to standard output unless it has failed before.
-    private func print(_ write: () throws(MsgError) -> Void) {
+    private func writeOut(_ write: () throws(MsgError) -> Void) {
         guard stop.reason != .closedOutput && outputError == nil else { return }
         do throws(MsgError) {
             try write()

@@ -36,6 +36,13 @@ public enum StoreConformance {
             let reader = try openAccess(url, .read)
             c.expectEqual(try reader.get(Fixtures.message(1).id), Fixtures.message(1), "read back through read access")
             c.expectEqual(reader.setAside(), [], "nothing set aside")
+            do {
+                _ = try reader.add([Fixtures.message(2)])
+                c.expect(false, "a store opened for reading wrote")
+            } catch let e as MsgError {
+                c.expectEqual(e.code, .storeIO, "error code of a write through read access")
+            }
+            c.expectEqual(try writer.count(Query()), 1, "nothing written through read access")
         }
 
         runner.scenario("round trip keeps every field and unknown ones") { c in

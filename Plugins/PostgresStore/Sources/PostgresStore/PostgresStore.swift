@@ -13,6 +13,7 @@ import PostgresNIO
 public final class PostgresStore: Store {
     private let db: PostgresClient
     private let table: String
+    private let access: StoreAccess
     /// Rows read per round trip when listing and claiming.
     static let page = 1000
 
@@ -24,6 +25,7 @@ public final class PostgresStore: Store {
         let address = try PostgresAddress(url)
         db = try PostgresClient(address, password: try PassFile.password(for: address))
         table = "\(address.schema).messages"
+        self.access = access
         if access == .write { try PostgresSchema.migrate(db) } else { try PostgresSchema.check(db) }
     }
 
@@ -31,6 +33,7 @@ public final class PostgresStore: Store {
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
+        try writable()
         let rows = try db.query(RowColumns(records).insert(into: table), "storing \(records.count) messages")
         var inserted = Set<String>()
         for row in rows { inserted.insert(try Self.text(row, "storing messages")) }
@@ -109,6 +112,7 @@ public final class PostgresStore: Store {
 
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
         if changes.isEmpty { return [] }
+        try writable()
         let ids = changes.map(\.message.id)
         if Set(ids).count == ids.count {
             let updated = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table),
@@ -126,6 +130,7 @@ public final class PostgresStore: Store {
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
         if removals.isEmpty { return [] }
+        try writable()
         var b = PostgresBindings(capacity: 2)
         b.append(removals.map(\.id))
         b.append(removals.map { $0.statuses.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*" })
@@ -139,6 +144,7 @@ public final class PostgresStore: Store {
 
     public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
         if limit <= 0 { return [] }
+        try writable()
         return try db.transaction("claiming messages") { () throws(MsgError) in
             var filter = PostgresFilter(query)
             var taken: [Message] = []
@@ -171,6 +177,11 @@ public final class PostgresStore: Store {
             let applied = try Self.applied(taken.map(\.id), rows, "claiming messages")
             return zip(encoded, applied).filter(\.1).map(\.0)
         }
+    }
+
+    /// - Throws: `storeIO` when this store was opened for reading only.
+    private func writable() throws(MsgError) {
+        guard access == .write else { throw MsgError(.storeIO, "the queue in \(table) was opened for reading only") }
     }
 
     // MARK: Rows
