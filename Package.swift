@@ -1,8 +1,8 @@
 // swift-tools-version:6.0
-// msg: a store-and-forward message outbox for the shell. See DESIGN.md and README.md.
+// msg: a store-and-forward message outbox for the shell. See docs/DESIGN.md and README.md.
 import PackageDescription
 
-/// The installed tree is bin/msg, lib/libMsgKit.so, lib/msg/plugins/*.so (DESIGN.md 4).
+/// The installed tree is bin/msg, lib/libMsgKit.so, lib/msg/plugins/*.so (docs/DESIGN.md 4).
 let executableRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../lib"])]
 let pluginRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../.."])]
 let kit: Target.Dependency = .product(name: "MsgKit", package: "MsgKit")
