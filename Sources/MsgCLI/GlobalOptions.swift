@@ -2,7 +2,7 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// The options every command takes (DESIGN.md 5), also read from the environment
+/// The options every command takes (docs/DESIGN.md 5), also read from the environment
 /// and the config file.
 struct GlobalOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The store URL: sqlite:PATH (default $MSG_HOME/queue.sqlite) or json:PATH (env MSG_STORE).", valueName: "url"))

@@ -6,7 +6,7 @@ import MsgEngine
 import MsgKit
 
 /// The entry point: parses, runs, and maps every error to its exit status in
-/// this one place (DESIGN.md 7).
+/// this one place (docs/DESIGN.md 8).
 public enum MsgMain {
     /// Runs msg with the process's arguments and exits.
     public static func run() -> Never {

@@ -29,7 +29,7 @@ struct TargetOptions: ParsableArguments {
     }
 }
 
-/// The retry policy and deadline of `flush` and `retry` (DESIGN.md 6).
+/// The retry policy and deadline of `flush` and `retry` (docs/DESIGN.md 6).
 struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead.") var maxAttempts = 3
     @Option(name: .customLong("backoff-base"), help: "The delay after the first failure.") var backoffBase = "1s"

@@ -1,6 +1,6 @@
 import MsgKit
 
-/// When a failed message is tried again, and when it is given up (DESIGN.md 6).
+/// When a failed message is tried again, and when it is given up (docs/DESIGN.md 6).
 ///
 /// The delay after the n-th counted attempt is `base × factor^(n-1)`, capped, plus up to
 /// `jitter` of itself at random. `unreachable` (offline) does not use up an attempt;

@@ -1,7 +1,7 @@
 import MsgKit
 
 /// Where msg keeps its queue, where it delivers, and where it finds plugins:
-/// from flags, else the environment, else the config file, else defaults (DESIGN.md 5).
+/// from flags, else the environment, else the config file, else defaults (docs/DESIGN.md 5).
 public struct Settings: Sendable, Equatable {
     /// `MSG_HOME`: `$XDG_DATA_HOME/msg`, else `~/.local/share/msg`.
     public var home: String

@@ -1,7 +1,7 @@
 import MsgKit
 
 /// Reads the messages a command should act on from standard input: each line a
-/// record, an object with `"id"`, a JSON string, or a bare id (DESIGN.md 5).
+/// record, an object with `"id"`, a JSON string, or a bare id (docs/DESIGN.md 5).
 public struct TargetReader {
     /// What was read.
     public struct Targets: Sendable {

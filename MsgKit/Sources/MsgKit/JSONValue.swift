@@ -1,7 +1,7 @@
 /// A JSON value as msg reads and writes it.
 ///
 /// Objects keep their members in input order and numbers keep their exact text,
-/// so fields msg does not know are written back unchanged (DESIGN.md 2).
+/// so fields msg does not know are written back unchanged (docs/DESIGN.md 2).
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)

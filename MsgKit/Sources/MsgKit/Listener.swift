@@ -1,5 +1,5 @@
 /// Receives records from other hosts and delivers them into a local transport
-/// (`msg listen tcp://HOST:PORT --into file:DIR`, DESIGN.md 5).
+/// (`msg listen tcp://HOST:PORT --into file:DIR`, docs/DESIGN.md 5).
 ///
 /// ## Implementation requirements
 /// 1. **Acknowledge only what is durable.** A record is acked positively only after

@@ -1,4 +1,4 @@
-/// Reading and writing records as JSON objects (DESIGN.md 2).
+/// Reading and writing records as JSON objects (docs/DESIGN.md 2).
 extension Message {
     /// The field names msg knows, in the order it writes them.
     public static let knownFields: Set<String> = Set(FieldReader.recordKeys)

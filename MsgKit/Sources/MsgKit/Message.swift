@@ -1,4 +1,4 @@
-/// One message record (DESIGN.md 2).
+/// One message record (docs/DESIGN.md 2).
 ///
 /// Fields msg does not know are kept in ``extra`` in their input order and
 /// written back unchanged, so a pipeline may attach its own keys.
@@ -109,7 +109,7 @@ public struct Message: Sendable, Equatable {
         }
     }
 
-    /// The claim of one process on a message it is sending (DESIGN.md 6, leases).
+    /// The claim of one process on a message it is sending (docs/DESIGN.md 6, leases).
     public struct Lease: Sendable, Equatable {
         /// The host name of the owner.
         public var host: String

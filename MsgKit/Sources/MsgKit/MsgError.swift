@@ -1,7 +1,7 @@
 /// The one error type of msg: an opaque code, a one-line message for the user,
 /// and optionally the backend error that caused it.
 ///
-/// Every code carries its process exit status (DESIGN.md 7) and whether the
+/// Every code carries its process exit status (docs/DESIGN.md 8) and whether the
 /// failure is worth retrying, both taken from one table (``MsgError/Code``), as
 /// Postfix derives "soft error" and its exit code from one table. Two errors are
 /// equal when their codes are equal.
@@ -57,7 +57,7 @@ public struct MsgError: Error, Sendable, Equatable, CustomStringConvertible {
 
         /// The stable name written in records (`last_error.code`), e.g. `timeout`.
         public var name: String { Self.table[Int(raw)].name }
-        /// The process exit status for this failure (DESIGN.md 7).
+        /// The process exit status for this failure (docs/DESIGN.md 8).
         public var exitCode: Int32 { Self.table[Int(raw)].exit }
         /// Whether trying again later may succeed.
         public var isRetryable: Bool { Self.table[Int(raw)].retryable }

@@ -3,7 +3,7 @@
 #endif
 
 /// Finds plugin libraries, checks they can be trusted, `dlopen`s them and
-/// opens stores and transports by URL (DESIGN.md 4).
+/// opens stores and transports by URL (docs/DESIGN.md 4).
 ///
 /// Search order: the given directories (`--plugin-path`, `MSG_PLUGIN_PATH`), the
 /// executable's directory, then `<exe>/../lib/msg/plugins`. Only the plugins a

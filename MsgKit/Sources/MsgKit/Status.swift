@@ -1,4 +1,4 @@
-/// Where a message is in its life (DESIGN.md 3).
+/// Where a message is in its life (docs/DESIGN.md 3).
 ///
 /// `queued` → `sending` → `sent` → `delivered` → `read`, with `failed`, `dead` and
 /// `held` beside them. Changes go forward by ``rank``; the exceptions are listed
@@ -25,7 +25,7 @@ public enum Status: String, Sendable, CaseIterable, Hashable, Comparable {
     /// 1. Forward by rank along the delivery chain (a receipt may skip steps:
     ///    `sent` → `read`). Backward changes would resend or unsend a message.
     /// 2. `sending` → `failed` or `dead`: the outcome of a failed attempt.
-    ///    (DESIGN.md 3 leaves this implicit; an attempt must be able to fail.)
+    ///    (The first plan left this implicit; an attempt must be able to fail.)
     /// 3. `failed` → `sending` (retry) and `failed` → `dead` (attempts used up).
     /// 4. `sending` → `queued`: `recover` after a crash before delivery.
     /// 5. `queued` ↔ `held`. A held message goes nowhere else, so it is never

@@ -1,4 +1,4 @@
-/// Durable storage for message records: the queue (DESIGN.md 4 and 6).
+/// Durable storage for message records: the queue (docs/DESIGN.md 4 and 6).
 ///
 /// A store plugin registers a factory for its URL scheme (`json:`, `sqlite:`);
 /// the host opens a store through ``PluginLoader`` and uses only this protocol.

@@ -107,14 +107,17 @@ public enum SystemCalls {
         let temporary = unpredictableName(beside: path)
         let fd = try createExclusive(temporary, mode: mode, code: code)
         do throws(MsgError) {
+            defer { close(fd) }
             try writeAll(fd, bytes, code: code, what: temporary)
             try fsync(fd, code: code, what: temporary)
-            close(fd)
-            if rename(temporary, path) != 0 { throw error(code, "cannot rename \(temporary) to \(path)") }
         } catch {
-            close(fd)
             unlink(temporary)
             throw error
+        }
+        if rename(temporary, path) != 0 {
+            let failure = error(code, "cannot rename \(temporary) to \(path)")
+            unlink(temporary)
+            throw failure
         }
         try fsyncDirectory(directory(of: path), code: code)
     }

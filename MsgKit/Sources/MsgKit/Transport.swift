@@ -1,4 +1,4 @@
-/// Delivers records to a destination and says truthfully what happened (DESIGN.md 6).
+/// Delivers records to a destination and says truthfully what happened (docs/DESIGN.md 6).
 ///
 /// ## Implementation requirements
 /// 1. **Report delivery only when it is durable** at the destination: a message

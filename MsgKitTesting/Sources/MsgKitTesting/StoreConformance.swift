@@ -1,6 +1,6 @@
 import MsgKit
 
-/// The behaviour every ``Store`` plugin must show (DESIGN.md 4 and 6), run against
+/// The behaviour every ``Store`` plugin must show (docs/DESIGN.md 4 and 6), run against
 /// fresh locations. Call ``run(freshURL:open:)`` from a test; it throws
 /// ``ConformanceFailures`` naming every scenario that failed.
 ///

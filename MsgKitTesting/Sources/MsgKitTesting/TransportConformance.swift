@@ -31,7 +31,7 @@ public struct TransportFaults {
     }
 }
 
-/// The behaviour every ``Transport`` plugin must show (DESIGN.md 6).
+/// The behaviour every ``Transport`` plugin must show (docs/DESIGN.md 6).
 public enum TransportConformance {
     /// The delivery classes, each checked when `faults` can produce it.
     public static let classes: [MsgError.Code] = [.timeout, .unreachable, .rateLimited, .remote, .rejected]
