@@ -15,7 +15,8 @@ enum Wire {
     /// The client's first line.
     static func hello(token: String?) -> [UInt8] {
         var w = JSONWriter(capacity: 64)
-        w.raw("{\"op\":\"hello\",\"version\":1")
+        w.raw("{\"op\":\"hello\",\"version\":")
+        w.int(version)
         if let token {
             w.key("token")
             w.string(token)
@@ -25,7 +26,7 @@ enum Wire {
     }
 
     /// The receiver's answer to a good hello.
-    static func helloAccepted() -> [UInt8] { Array("{\"op\":\"hello\",\"ok\":true,\"version\":1}\n".utf8) }
+    static func helloAccepted() -> [UInt8] { Array("{\"op\":\"hello\",\"ok\":true,\"version\":\(version)}\n".utf8) }
 
     /// The receiver's answer to a bad hello.
     static func helloRefused(_ error: MsgError) -> [UInt8] {

@@ -2,7 +2,7 @@ import Foundation
 import MsgKit
 import Testing
 
-@Suite struct CommandLineTests {
+@Suite(.timeLimit(.minutes(3))) struct CommandLineTests {
     @Test func versionAndUsageErrors() throws {
         let s = try Sandbox()
         let v = try s.sh("msg --version")

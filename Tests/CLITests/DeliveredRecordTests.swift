@@ -4,7 +4,7 @@ import Testing
 
 /// What a destination receives is the record as stored, without the sender's lease
 /// and history, with status `delivered` (msg-record(5)), whatever the transport.
-@Suite struct DeliveredRecordTests {
+@Suite(.timeLimit(.minutes(3))) struct DeliveredRecordTests {
     func check(_ text: String, _ stored: Message, _ transport: String) throws {
         let lines = text.split(separator: "\n")
         #expect(lines.count == 1, "\(transport): one line")

@@ -4,7 +4,7 @@ import Testing
 
 /// Delivery under crashes: every id reaches the drop directory exactly once and
 /// ends `sent`, whatever point the flushing process dies at.
-@Suite struct FlushCrashTests {
+@Suite(.timeLimit(.minutes(5))) struct FlushCrashTests {
     /// Every stored record's id, status and number of attempts.
     func state(_ s: Sandbox) throws -> [(id: String, status: Status, attempts: Int)] {
         try records(try s.sh("msg queue ls --history").out).map { m in

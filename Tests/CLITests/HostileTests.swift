@@ -3,7 +3,7 @@ import MsgKit
 import Testing
 
 /// What a careless user or an attacker does to msg's files, through the real binary.
-@Suite struct HostileTests {
+@Suite(.timeLimit(.minutes(3))) struct HostileTests {
     @Test func aStorePathThatIsNoStoreIsLeftAsItIsAndNeverCreated() throws {
         let s = try Sandbox()
         let r = try s.sh("""

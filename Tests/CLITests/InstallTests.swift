@@ -3,7 +3,7 @@ import Testing
 
 /// `make install`: the installed tree, moved away from where it was installed and
 /// with the build out of reach, runs on its own.
-@Suite struct InstallTests {
+@Suite(.timeLimit(.minutes(3))) struct InstallTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../..").standardized.path
 

@@ -4,7 +4,7 @@ import Testing
 
 /// `msg listen` and `tcp://` through the real binaries: many senders, hostile
 /// input, tokens, and kills on either side between delivery and acknowledgement.
-@Suite struct ListenTests {
+@Suite(.timeLimit(.minutes(3))) struct ListenTests {
     /// How many times each id is in the inbox (new/ and cur/).
     func inbox(_ s: Sandbox, _ name: String = "inbox") -> [String: Int] {
         var seen: [String: Int] = [:]

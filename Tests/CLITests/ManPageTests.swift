@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite struct ManPageTests {
+@Suite(.timeLimit(.minutes(3))) struct ManPageTests {
     /// The source tree's man/ directory, found from this file.
     static let manDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../man").standardized.path

@@ -2,7 +2,7 @@ import Foundation
 import MsgKit
 import Testing
 
-@Suite struct PipelineTests {
+@Suite(.timeLimit(.minutes(3))) struct PipelineTests {
     @Test func composeQueueAddLsGivesTheSameRecordBack() throws {
         let s = try Sandbox()
         let r = try s.sh("msg compose --to a --body hi > composed && msg queue add < composed > added && msg queue ls --history")

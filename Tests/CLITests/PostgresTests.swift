@@ -6,7 +6,7 @@ import Testing
 /// worker killed, the server restarted. Needs the throw-away server and the plugin
 /// that `scripts/test` builds and starts; without them these tests fail, naming
 /// what to run. One at a time: one of them restarts the server.
-@Suite(.serialized) struct PostgresTests {
+@Suite(.serialized, .timeLimit(.minutes(5))) struct PostgresTests {
     /// What `scripts/test` exports for these tests.
     struct Server {
         let url: String

@@ -2,7 +2,7 @@ import Foundation
 import MsgKit
 import Testing
 
-@Suite struct ExitCodeTests {
+@Suite(.timeLimit(.minutes(3))) struct ExitCodeTests {
     @Test func zeroOneSixtyFiveAndSeventyFiveFromRealScenarios() throws {
         let s = try Sandbox()
         _ = try s.sh("msg compose --to a --body ok --enqueue")
@@ -28,7 +28,7 @@ import Testing
     }
 }
 
-@Suite struct QueueCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct QueueCommandTests {
     @Test func holdReleaseEditShowAndRemove() throws {
         let s = try Sandbox()
         let ids = try s.sh("for b in one two three; do msg compose --to bob --body $b --enqueue; done").lines.map { String($0.dropFirst(7).prefix(36)) }
@@ -89,7 +89,7 @@ import Testing
     }
 }
 
-@Suite struct ExportTests {
+@Suite(.timeLimit(.minutes(3))) struct ExportTests {
     @Test func auditExportIsAtomicAndChecksumsVerify() throws {
         let s = try Sandbox()
         let r = try s.sh("""

@@ -4,7 +4,7 @@ import Testing
 
 /// A record msg accepts is one its own transports deliver with their defaults; a
 /// larger one is refused up front, naming the limit.
-@Suite struct RecordLimitTests {
+@Suite(.timeLimit(.minutes(3))) struct RecordLimitTests {
     /// A record 40 bytes under 1 MiB goes through `queue add`, then over `tcp://` to
     /// a default `msg listen`, into its inbox (a lease and an attempt in its history
     /// once took it over the receiver's limit, and it went dead).

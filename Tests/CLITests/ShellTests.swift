@@ -4,7 +4,7 @@ import Testing
 
 /// `msg shell` in a real terminal (completion, history, Ctrl-C, Ctrl-D) and as a
 /// script on a plain pipe.
-@Suite struct ShellTests {
+@Suite(.timeLimit(.minutes(3))) struct ShellTests {
     func shell(_ s: Sandbox) throws -> TerminalSession {
         try TerminalSession("cd '\(s.home)' && MSG_HOME='\(s.home)' XDG_CONFIG_HOME='\(s.home)/config' TERM=xterm '\(buildDirectory)/msg' shell")
     }

@@ -5,7 +5,7 @@ import Testing
 /// SIGTERM, SIGINT and a closed standard output stop `flush` and `retry` at the next
 /// transport call: the outcomes in flight are recorded, the rest is put back as it
 /// was, and no message is left `sending`.
-@Suite struct StopTests {
+@Suite(.timeLimit(.minutes(3))) struct StopTests {
     /// 2,000 queued messages and a destination answering in 50 ms each: flushing them
     /// all would take 100 s, far past each test's time limit.
     func slowQueue() throws -> Sandbox {

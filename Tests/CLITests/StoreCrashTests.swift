@@ -13,7 +13,7 @@ let twentyThousand: String = {
         """).out
 }()
 
-@Suite struct StoreCrashTests {
+@Suite(.timeLimit(.minutes(5))) struct StoreCrashTests {
     /// `queue add` of 20,000 records is killed with SIGKILL after a random number of
     /// echoes; every echoed record must be there after reopening, once.
     @Test(arguments: storeKinds)

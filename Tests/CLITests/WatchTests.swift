@@ -2,7 +2,7 @@ import Foundation
 import MsgKit
 import Testing
 
-@Suite struct WatchTests {
+@Suite(.timeLimit(.minutes(3))) struct WatchTests {
     /// Reads `pipe` until it holds `count` complete lines.
     func readLines(_ pipe: Pipe, count: Int) -> [String] {
         var data = Data()

@@ -1,0 +1,47 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// `msg retry`: re-sends due failed messages, or redrives dead ones.
+struct RetryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Re-send failed messages that are due (--now: all); --dead returns dead ones to the queue."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
+    @OptionGroup var policy: PolicyOptions
+    @Flag(help: "Ignore backoff: retry failed messages now.") var now = false
+    @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
+    @Option(help: "Retry at most this many messages.") var limit: Int?
+
+    func run() throws {
+        let stopping = Stopping()
+        defer { stopping.end() }
+        let session = try global.session()
+        let (ids, badLines) = try targets.resolve()
+        if dead {
+            let writer = NDJSONWriter()
+            writer.flushEveryLine = false
+            let moved = try Redrive.run(store: try session.store(), targets: ids, now: .now()) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
+            try writer.finish()
+            if moved > 0 { Diagnostics.say("redrove \(moved) dead message\(moved == 1 ? "" : "s") to queued") }
+            try finish(badLines > 0 ? 65 : 0)
+            return
+        }
+        var options = try policy.options(statuses: [.failed])
+        options.targets = ids
+        options.limit = limit
+        options.ignoreDue = now
+        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
+                                  options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
+        if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
+        if let stopped = summary.stopped {
+            if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
+            try finish(stopped.exitStatus)
+        }
+        if let line = summary.failureLine { Diagnostics.say(line) }
+        try finish(badLines > 0 ? 65 : summary.exitCode)
+    }
+}
