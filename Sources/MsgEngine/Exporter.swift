@@ -22,11 +22,35 @@ public struct Exporter {
         self.options = options
     }
 
-    /// Writes the export. - Returns: the number of records. - Throws: store and file errors.
+    /// Writes the export, streaming: to a file, through a temporary file hashed as it
+    /// is written, so memory does not grow with the export.
+    /// - Returns: the number of records. - Throws: store and file errors; then an
+    ///   existing `--out` file and its manifest are left as they were.
     public func run() throws(MsgError) -> Int {
-        let output = ByteOutput(fd: options.out == nil ? 1 : -1, name: options.out ?? "standard output")
-        let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true, output: output,
-                                        buffered: options.out != nil)
+        guard let path = options.out else {
+            let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true)
+            let count = try write(formatter)
+            try formatter.finish()
+            return count
+        }
+        let file = try AtomicFile(replacing: path, code: .storeIO)
+        var hash = SHA256()
+        let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true,
+                                        output: ByteOutput(fd: -1, name: path)) { (bytes) throws(MsgError) in
+            hash.update(bytes)
+            try file.write(bytes)
+        }
+        let count = try write(formatter)
+        try formatter.finish()
+        // The file and its manifest, each replaced atomically: the data first, so a
+        // manifest never describes a file that is not there.
+        try file.commit()
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        try SystemCalls.replaceAtomically(path + ".sha256", with: Array("\(hash.hexDigest())  \(name)\n".utf8), mode: 0o600, code: .storeIO)
+        return count
+    }
+
+    private func write(_ formatter: RecordFormatter) throws(MsgError) -> Int {
         var count = 0
         try store.list(options.query) { (m) throws(MsgError) -> Bool in
             var x = m
@@ -35,16 +59,6 @@ public struct Exporter {
             count += 1
             return true
         }
-        try formatter.finish()
-        guard let path = options.out else { return count }
-        // The file and its manifest, each replaced atomically: the data first, so a
-        // manifest never describes a file that is not there.
-        let bytes = formatter.collected
-        try SystemCalls.replaceAtomically(path, with: bytes, mode: 0o600, code: .storeIO)
-        var hash = SHA256()
-        hash.update(bytes)
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        try SystemCalls.replaceAtomically(path + ".sha256", with: Array("\(hash.hexDigest())  \(name)\n".utf8), mode: 0o600, code: .storeIO)
         return count
     }
 }

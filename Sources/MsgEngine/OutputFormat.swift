@@ -21,27 +21,28 @@ public final class RecordFormatter {
     public static let csvColumns = ["id", "status", "attempts", "to", "from", "body", "headers", "created_at", "updated_at",
                                     "not_before", "next_attempt_at", "last_error_code", "last_error_message", "history"]
 
-    private let buffered: Bool
-    /// Everything written, when `buffered` (for a file written atomically at the end).
-    public private(set) var collected: [UInt8] = []
+    /// Where the formatted bytes go instead of `output`'s descriptor, in blocks.
+    public typealias Sink = (_ bytes: [UInt8]) throws(MsgError) -> Void
+    private let sink: Sink?
 
-    /// A formatter to `output` (standard output by default). `buffered`: keep
-    /// everything in ``collected`` instead of writing it out.
-    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput(), buffered: Bool = false) {
+    /// A formatter to `output` (standard output by default), or to `sink` when given
+    /// (a file being written atomically, say).
+    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput(), sink: Sink? = nil) {
         self.format = format
         self.includeHistory = includeHistory
         self.output = output
-        self.buffered = buffered
+        self.sink = sink
         self.ndjson = NDJSONWriter(output: output, flushEveryLine: false)
     }
 
-    private func drain() throws(MsgError) {
-        if buffered {
-            collected.append(contentsOf: output.buffer)
-            output.buffer.removeAll(keepingCapacity: true)
-        } else {
-            try output.flushIfLarge()
+    private func drain(always: Bool = false) throws(MsgError) {
+        guard let sink else {
+            try always ? output.flush() : output.flushIfLarge()
+            return
         }
+        guard always || output.buffer.count >= 1 << 16 else { return }
+        try sink(output.buffer)
+        output.buffer.removeAll(keepingCapacity: true)
     }
 
     /// Writes one record. - Throws: `storeIO` when the output fails.
@@ -86,12 +87,7 @@ public final class RecordFormatter {
         case .csv where count == 0: output.write(Self.csvColumns.joined(separator: ",") + "\r\n")
         default: break
         }
-        if buffered {
-            collected.append(contentsOf: output.buffer)
-            output.buffer.removeAll()
-        } else {
-            try output.flush()
-        }
+        try drain(always: true)
     }
 
     private func csvRow(_ m: Message) -> [UInt8] {

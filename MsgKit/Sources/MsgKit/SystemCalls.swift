@@ -104,22 +104,9 @@ public enum SystemCalls {
     /// through; a link at `path` itself is replaced, not followed.
     /// - Throws: `code` on failure; the temporary file is removed.
     public static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600, code: MsgError.Code) throws(MsgError) {
-        let temporary = unpredictableName(beside: path)
-        let fd = try createExclusive(temporary, mode: mode, code: code)
-        do throws(MsgError) {
-            defer { close(fd) }
-            try writeAll(fd, bytes, code: code, what: temporary)
-            try fsync(fd, code: code, what: temporary)
-        } catch {
-            unlink(temporary)
-            throw error
-        }
-        if rename(temporary, path) != 0 {
-            let failure = error(code, "cannot rename \(temporary) to \(path)")
-            unlink(temporary)
-            throw failure
-        }
-        try fsyncDirectory(directory(of: path), code: code)
+        let file = try AtomicFile(replacing: path, mode: mode, code: code)
+        try file.write(bytes)
+        try file.commit()
     }
 
     /// Reads the whole of `fd` from its current offset to its end.
