@@ -38,7 +38,7 @@ enum PostgresSchema {
     /// otherwise one transaction under an advisory lock, so processes starting
     /// together on a new database create it once.
     /// - Throws: `config` when the schema was written by a newer msg; `storeIO`.
-    static func migrate(_ db: PostgresClient) throws(MsgError) {
+    static func migrate(_ db: BlockingConnection) throws(MsgError) {
         let s = db.address.schema
         if try version(db, s) == current { return }
         try db.transaction("creating the schema \(s)") { () throws(MsgError) in
@@ -62,7 +62,7 @@ enum PostgresSchema {
 
     /// Checks, without creating anything, that the schema is one this msg reads.
     /// - Throws: `storeIO` when there is no schema yet; `config` when it is newer.
-    static func check(_ db: PostgresClient) throws(MsgError) {
+    static func check(_ db: BlockingConnection) throws(MsgError) {
         let s = db.address.schema
         switch try version(db, s) {
         case current?: return
@@ -77,7 +77,7 @@ enum PostgresSchema {
     }
 
     /// The recorded version; nil when there is no schema yet.
-    private static func version(_ db: PostgresClient, _ s: String) throws(MsgError) -> Int? {
+    private static func version(_ db: BlockingConnection, _ s: String) throws(MsgError) -> Int? {
         // to_regclass answers NULL instead of failing when the table is missing, so a
         // transaction around this stays usable.
         let exists = try db.query("SELECT to_regclass(\(s + ".msg_schema")) IS NOT NULL", "reading the schema version")

@@ -11,7 +11,7 @@ import PostgresNIO
 /// workers take disjoint batches without waiting for each other, and the
 /// compare-and-set on status means a message is never moved on twice.
 public final class PostgresStore: Store {
-    private let db: PostgresClient
+    private let db: BlockingConnection
     private let table: String
     private let access: StoreAccess
     /// Rows read per round trip when listing and claiming.
@@ -23,7 +23,7 @@ public final class PostgresStore: Store {
     ///   `storeIO` (no schema yet, for `.read`).
     public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         let address = try PostgresAddress(url)
-        db = try PostgresClient(address, password: try PassFile.password(for: address))
+        db = try BlockingConnection(address, password: try PassFile.password(for: address))
         table = "\(address.schema).messages"
         self.access = access
         if access == .write { try PostgresSchema.migrate(db) } else { try PostgresSchema.check(db) }

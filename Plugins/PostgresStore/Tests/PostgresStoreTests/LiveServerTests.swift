@@ -81,7 +81,7 @@ final class Workers: @unchecked Sendable {
         let url = try TestServer.freshURL()
         let store = try TestServer.open(url)
         let schema = String(url.split(separator: "=").last!)
-        let db = try PostgresClient(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
+        let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
         try db.query(PostgresQuery(unsafeSQL: "UPDATE \(schema).msg_schema SET version = 99"), "test")
         _ = store
         do {
@@ -113,7 +113,7 @@ final class Workers: @unchecked Sendable {
     @Test func aWrongPasswordIsAConfigurationError() throws {
         let address = try PostgresAddress(try PluginURL(try TestServer.url()))
         do {
-            _ = try PostgresClient(address, password: "wrong")
+            _ = try BlockingConnection(address, password: "wrong")
             Issue.record("logged in with a wrong password")
         } catch {
             #expect(error.code == .config && error.message.contains("password authentication failed"), "\(error.message)")

@@ -5,13 +5,14 @@ import NIOPosix
 import NIOSSL
 import PostgresNIO
 
-/// One connection to the server, used synchronously: the ``Store`` protocol is
+/// One connection to the server, used synchronously (named so as not to shadow
+/// PostgresNIO's own `PostgresClient`, a pool): the ``Store`` protocol is
 /// synchronous and msg calls it from one thread, so each query is sent on NIO's
 /// shared event loop and waited for. Closed when the client goes away.
 ///
 /// Every session runs with `synchronous_commit=on`, whatever the server's default:
 /// a commit msg acknowledges must be on the server's disk.
-final class PostgresClient {
+final class BlockingConnection {
     let address: PostgresAddress
     private let connection: PostgresConnection
     private let pending: PendingQuery
