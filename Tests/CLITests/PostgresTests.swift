@@ -120,7 +120,8 @@ import Testing
         let port = store.split(separator: ":")[2].split(separator: "/")[0]
         let pgpass = try s.file("pgpass", "127.0.0.1:\(port):msgtest:msg:\(server.password)\n")
         chmod(pgpass, 0o600)
-        let viaFile = try s.sh("unset PGPASSWORD; PGPASSFILE=\(pgpass) msg queue count", env: env)
+        // queue add makes the queue (a fresh schema); count only reads it.
+        let viaFile = try s.sh("unset PGPASSWORD; export PGPASSFILE=\(pgpass); msg queue add < /dev/null && msg queue count", env: env)
         #expect(viaFile.status == 0 && viaFile.out == "0\n", "\(viaFile.err)")
         chmod(pgpass, 0o644)
         let open = try s.sh("unset PGPASSWORD; PGPASSFILE=\(pgpass) msg queue count", env: env)
