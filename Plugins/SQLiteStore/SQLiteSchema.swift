@@ -93,7 +93,10 @@ enum SQLiteSchema {
         if version > current {
             throw MsgError(.config, "store \(db.path) has schema version \(version), newer than this msg understands (\(current)); upgrade msg")
         }
-        if version == 0, try db.integer("SELECT count(*) FROM sqlite_master") > 0 {
+        // Version and tables read again in one statement, one snapshot: another msg
+        // process may commit the schema between a read of the version and of the tables.
+        if version == 0,
+           try db.integer("SELECT (SELECT count(*) FROM sqlite_master) * (SELECT user_version = 0 FROM pragma_user_version)") > 0 {
             throw MsgError(.config, "\(db.path) is a SQLite database with tables of its own, not a msg store; msg left it as it is (check --store or MSG_STORE)")
         }
     }
