@@ -212,7 +212,7 @@ public final class JSONFileStore: Store {
     /// write (never acknowledged): a writer keeps its bytes in `PATH.torn-<time>` and
     /// cuts it off; a reader ignores it.
     private func settleLastLine(_ tail: [UInt8], writer: Bool) throws(MsgError) {
-        let whole = (try? StoreState.record(tail)) != nil
+        let whole = (try? StoreState.parse(tail)) != nil
         if whole && !writer {
             _ = try? state.applyUnterminated(tail)
             return

@@ -52,7 +52,7 @@ struct StoreState {
     }
 
     /// Reads one line (without its newline). - Throws: `corrupt` when it is neither.
-    static func record(_ line: [UInt8]) throws(MsgError) -> Line {
+    static func parse(_ line: [UInt8]) throws(MsgError) -> Line {
         try line.withUnsafeBufferPointer { (b) throws(MsgError) in try read(b) }
     }
 

@@ -12,9 +12,10 @@ public struct Listing {
     /// In `msg shell`, Ctrl-C ends a long listing early (asked every 4096 records).
     public func write(from store: any Store, formatter: RecordFormatter, includeHistory: Bool) throws(MsgError) {
         var written = 0
+        let stop = StopRequest()
         func goOn() -> Bool {
             written += 1
-            return written & 4095 != 0 || !Interruption.requested
+            return written & 4095 != 0 || stop.reason == nil
         }
         if formatter.acceptsJSON {
             try store.listJSON(query, includeHistory: includeHistory) { (json) throws(MsgError) -> Bool in

@@ -4,8 +4,10 @@
 import Synchronization
 
 /// Whether a long command was asked to stop, and why: SIGINT or SIGTERM pending
-/// (they are kept blocked while it runs, see ``StopSignals``), or standard output
-/// closed under it (`msg flush | head -1`). The command stops at its next safe
+/// (they are kept blocked while it runs, see ``StopSignals``; `msg shell` keeps
+/// SIGINT blocked, so Ctrl-C there is a pending SIGINT), or standard output closed
+/// under it (`msg flush | head -1`). Outside those, the signals are not blocked,
+/// never pending, and end the process as usual. The command stops at its next safe
 /// point: it hands out no new work, records the outcomes of what is in flight and
 /// puts the rest back as it was.
 public final class StopRequest: Sendable {

@@ -66,6 +66,21 @@ final class Sandbox {
         return Run(status: p.terminationStatus, out: out, err: err)
     }
 
+    /// Starts `msg ARGS` in the sandbox as its own process (descriptor 3 on /dev/null,
+    /// for the mock transport to write to), stdout and stderr on pipes.
+    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = ["-c", "exec 3>/dev/null; exec \"$0\" \"$@\"", buildDirectory + "/msg"] + arguments
+        p.environment = ["MSG_HOME": home, "XDG_CONFIG_HOME": home + "/config"]
+        p.standardInput = FileHandle.nullDevice
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        return (p, out, err)
+    }
+
     /// Writes `text` to a file in the sandbox and returns its path.
     func file(_ name: String, _ text: String) throws -> String {
         let path = home + "/" + name

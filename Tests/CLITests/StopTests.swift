@@ -14,21 +14,6 @@ import Testing
         return s
     }
 
-    /// Starts `msg ARGS` in the sandbox (descriptor 3 on /dev/null, for the mock
-    /// transport to write to), its stdout and stderr on pipes.
-    func start(_ s: Sandbox, _ arguments: [String]) throws -> (Process, Pipe, Pipe) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-c", "exec 3>/dev/null; exec \"$0\" \"$@\"", buildDirectory + "/msg"] + arguments
-        p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
-        p.standardInput = FileHandle.nullDevice
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        return (p, out, err)
-    }
-
     /// Waits until the process printed its first record: a batch was recorded.
     func firstRecord(_ out: Pipe) -> Bool {
         var data = Data()
@@ -47,7 +32,7 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func sigtermStopsABusyWatchWithNothingLeftSending() throws {
         let s = try slowQueue()
-        let (p, out, err) = try start(s, ["flush", "--watch", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
+        let (p, out, err) = try s.start(["flush", "--watch", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
         #expect(firstRecord(out))
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
@@ -64,7 +49,7 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func ctrlCInterruptsAPlainFlushWhichEndsAsTheSignalWould() throws {
         let s = try slowQueue()
-        let (p, out, err) = try start(s, ["flush", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
+        let (p, out, err) = try s.start(["flush", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
         #expect(firstRecord(out))
         kill(p.processIdentifier, SIGINT)
         p.waitUntilExit()
@@ -91,7 +76,7 @@ import Testing
         let s = try slowQueue()
         _ = try s.sh("msg flush --transport 'stdout:?fail=1&fd=3' 3>/dev/null > /dev/null")
         let before = try s.sh("msg queue ls --status failed | cut -c1-36 | sort | md5sum; msg queue ls --status failed | md5sum").out
-        let (p, out, _) = try start(s, ["retry", "--now", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
+        let (p, out, _) = try s.start(["retry", "--now", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
         #expect(firstRecord(out))
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()

@@ -18,15 +18,7 @@ import Testing
     func watchSendsNewWorkAndStopsCleanlyOnSIGTERM() throws {
         let s = try Sandbox()
         _ = try s.sh("msg compose --to a --body first --enqueue")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
-        p.arguments = ["flush", "--watch"]
-        p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
-        p.standardInput = FileHandle.nullDevice
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
+        let (p, out, err) = try s.start(["flush", "--watch"])
         // What was queued before it started...
         let first = readLines(out, count: 1)
         #expect(try records(first.joined(separator: "\n")).map(\.body) == ["first"])
