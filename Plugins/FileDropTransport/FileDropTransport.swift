@@ -87,22 +87,23 @@ public final class FileDropTransport: Transport {
         }
     }
 
-    public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+    public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         let directories: (tmp: Int32, new: Int32)
         do throws(MsgError) {
             directories = try openDirectories()
         } catch {
-            return messages.map { _ in .failed(error, retryAfter: nil) }
+            return records.map { _ in .failed(error, retryAfter: nil) }
         }
         defer {
             close(directories.tmp)
             close(directories.new)
         }
-        var outcomes = [DeliveryOutcome?](repeating: nil, count: messages.count)
+        var outcomes = [DeliveryOutcome?](repeating: nil, count: records.count)
         var pending: [(index: Int, id: String, temporary: String)] = []
         var seen: Set<String> = []
         var random = SystemRandomNumberGenerator()
-        for (i, m) in messages.enumerated() {
+        for (i, r) in records.enumerated() {
+            let m = r.message
             guard UUIDText.isCanonical(m.id) else {
                 outcomes[i] = .failed(MsgError(.rejected, "id '\(m.id.prefix(60))' is not a UUID; it cannot name a file"), retryAfter: nil)
                 continue
@@ -113,14 +114,13 @@ public final class FileDropTransport: Transport {
             }
             let temporary = "\(m.id).\(String(random.next(), radix: 36)).json"
             do throws(MsgError) {
-                var w = JSONWriter(capacity: 512)
-                m.writeDelivered(to: &w)
-                w.raw("\n")
+                var text = r.deliveredJSON
+                text.append(0x0A)
                 let fd = openat(directories.tmp, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw SystemCalls.error(.unreachable, "cannot create \(root)/tmp/\(temporary)") }
                 defer { close(fd) }
                 do throws(MsgError) {
-                    try SystemCalls.writeAll(fd, w.bytes, code: .unreachable, what: "\(root)/tmp/\(temporary)")
+                    try SystemCalls.writeAll(fd, text, code: .unreachable, what: "\(root)/tmp/\(temporary)")
                 } catch {
                     unlinkat(directories.tmp, temporary, 0)
                     throw error

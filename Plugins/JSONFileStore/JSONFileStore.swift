@@ -12,8 +12,10 @@ import MsgKit
 ///   edited by hand, or restored by a tool that strips the last newline): the next
 ///   writer adds the newline. One that is not (a crash mid-write, never
 ///   acknowledged) is cut off by the next writer, its bytes kept in
-///   `PATH.torn-<time>`. A damaged complete line is corruption: the file is set
-///   aside for inspection and the call fails with `corrupt`; it is never emptied.
+///   `PATH.torn-<time>`. A complete line that is JSON with an id but not a record
+///   (edited by hand) is a damaged record, given as such (dead, its text kept); any
+///   other damaged complete line is corruption: the file is set aside for
+///   inspection and the call fails with `corrupt`; it is never emptied.
 /// - When dead lines outnumber live records the file is compacted atomically
 ///   (temporary file, fsync, rename, fsync of the directory).
 /// - Writers hold an exclusive `flock` on `PATH.lock`, readers a shared one. The
@@ -65,17 +67,17 @@ public final class JSONFileStore: Store {
         }
     }
 
-    public func get(_ id: String) throws(MsgError) -> Message? {
+    public func get(_ id: String) throws(MsgError) -> EncodedMessage? {
         try read()
-        return state.records[id]
+        return state.records[id].map { EncodedMessage($0) }
     }
 
-    public func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError) {
+    public func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) {
         try read()
         var remaining = query.limit ?? Int.max
         for m in state.sorted(matching: query) where remaining > 0 {
             remaining -= 1
-            if try !body(m) { return }
+            if try !body(EncodedMessage(m)) { return }
         }
     }
 

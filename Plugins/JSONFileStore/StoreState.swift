@@ -60,7 +60,16 @@ struct StoreState {
         let value: JSONValue
         do throws(JSONParser.Failure) { value = try JSONParser.parse(line) } catch { throw MsgError(.corrupt, "invalid JSON: \(error)") }
         if let deleted = value["$deleted"]?.stringValue { return .deleted(deleted) }
-        return .record(try Message(json: value))
+        do throws(MsgError) {
+            return .record(try Message(json: value))
+        } catch {
+            // A line that is JSON with an id but not a record (edited by hand) is one
+            // damaged record, not a damaged file (Store, requirement 10).
+            guard let id = value["id"]?.stringValue, UUIDText.isCanonical(id) else { throw MsgError(.corrupt, error.message) }
+            let createdAt = value["created_at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)) ?? Timestamp.now()
+            return .record(EncodedMessage.damaged(id: id, to: value["to"]?.stringValue, createdAt: createdAt, text: Array(line),
+                                                  error: MsgError(.corrupt, error.message), now: Timestamp.now()).message)
+        }
     }
 
     private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {

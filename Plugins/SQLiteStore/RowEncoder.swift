@@ -10,7 +10,7 @@ enum RowEncoder {
         s.bind(3, m.to)
         s.bind(4, m.createdAt.milliseconds)
         s.bind(5, m.updatedAt.milliseconds)
-        s.bind(6, [m.notBefore, m.nextAttemptAt].compactMap { $0?.milliseconds }.max())
+        s.bind(6, m.dueAt?.milliseconds)
         s.bind(7, m.lease?.until.milliseconds)
         s.bind(9, Int64(r.historyOffset))
         try r.json.withUnsafeBufferPointer { (json) throws(MsgError) in

@@ -56,7 +56,7 @@ public final class SQLiteStore: Store {
                     if db.changes == 1 {
                         results.append(AddResult(message: r.message, inserted: true))
                     } else {
-                        results.append(AddResult(message: try fetch(r.message.id) ?? r.message, inserted: false))
+                        results.append(AddResult(message: try fetch(r.message.id)?.message ?? r.message, inserted: false))
                     }
                 }
                 return results
@@ -70,37 +70,51 @@ public final class SQLiteStore: Store {
         return stored
     }
 
-    public func get(_ id: String) throws(MsgError) -> Message? {
+    public func get(_ id: String) throws(MsgError) -> EncodedMessage? {
         try guarded { () throws(MsgError) in try fetch(id) }
     }
 
-    public func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError) {
-        try listJSON(query, includeHistory: true) { (json) throws(MsgError) -> Bool in
-            try body(try Self.decode(json))
+    public func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) {
+        try guarded { () throws(MsgError) in
+            let (sql, binder) = SQLiteQuery.select(Row.columns, query)
+            let s = try db.statement(sql)
+            binder(s)
+            defer { s.reset() }
+            while try s.step("listing messages") {
+                if try !body(Row(s).record()) { break }
+            }
         }
     }
 
-
     public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
         try guarded { () throws(MsgError) in
-            let (sql, binder) = SQLiteQuery.select("record, history_at", query)
+            // The stored text goes out as it is when it has the shape msg writes;
+            // anything else is decoded (and given as a damaged record's stand-in when it
+            // does not read).
+            let (sql, binder) = SQLiteQuery.select(Row.listingColumns, query)
             let s = try db.statement(sql)
             binder(s)
+            defer { s.reset() }
             var scratch: [UInt8] = []
             while try s.step("listing messages") {
-                let record = s.bytes(0)
+                let row = Row(s)
+                if !row.looksWrittenByMsg {
+                    // The whole row, read in the same snapshot (a point query), decoded.
+                    guard let r = try fetch(row.id) else { continue }
+                    let text = includeHistory ? r.json : r.jsonWithoutHistory
+                    if try !text.withUnsafeBufferPointer({ (b) throws(MsgError) in try body(b) }) { break }
+                    continue
+                }
                 if includeHistory {
-                    if try !body(record) { break }
+                    if try !body(row.text) { break }
                     continue
                 }
                 // Without history: the text before `,"history":`, then the closing brace.
-                let cut = min(Int(s.int64(1)), record.count)
                 scratch.removeAll(keepingCapacity: true)
-                scratch.append(contentsOf: UnsafeBufferPointer(rebasing: record[..<cut]))
+                scratch.append(contentsOf: UnsafeBufferPointer(rebasing: row.text[..<row.historyOffset]))
                 scratch.append(UInt8(ascii: "}"))
                 if try !scratch.withUnsafeBufferPointer({ (b) throws(MsgError) in try body(b) }) { break }
             }
-            s.reset()
         }
     }
 
@@ -148,27 +162,34 @@ public final class SQLiteStore: Store {
             try db.transaction("claiming messages") { () throws(MsgError) in
                 var unlimited = query
                 unlimited.limit = nil
-                let (sql, binder) = SQLiteQuery.select("record", unlimited)
+                let (sql, binder) = SQLiteQuery.select(Row.columns, unlimited)
                 let s = try db.statement(sql)
                 binder(s)
                 // Rows are read in chunks of at most `claimChunk`, so a claim of
                 // everything never holds every row's text, decoded record and new text
                 // at once. Decoding a chunk and encoding what it claimed are pure work,
                 // split over the cores; the transform and the writes stay on this
-                // thread, in FIFO order.
+                // thread, in FIFO order. A damaged record is stored as such (dead) in
+                // the same commit (Store, requirement 10).
                 var taken: [(record: EncodedMessage, expected: Status)] = []
+                var damaged: [(record: EncodedMessage, expected: Status)] = []
                 var more = true
                 while more && taken.count < limit {
-                    var rows: [[UInt8]] = []
+                    var rows: [Row.Copy] = []
                     let want = min(limit - taken.count, Self.claimChunk)
                     while rows.count < want {
                         guard try s.step("claiming messages") else { more = false; break }
-                        rows.append(Array(s.bytes(0)))
+                        rows.append(Row(s).copy())
                     }
                     var changed: [(message: Message, expected: Status)] = []
-                    for m in try Self.decodeAll(rows) {
+                    for (row, r) in zip(rows, Self.decodeAll(rows)) {
                         if taken.count + changed.count == limit { more = false; break }
-                        if let x = try transform(m) { changed.append((x, m.status)) }
+                        if r.message.isDamaged && row.status != Status.dead.rawValue {
+                            _ = try transform(r.message)
+                            if let expected = Status(rawValue: row.status) { damaged.append((r, expected)) }
+                            continue
+                        }
+                        if let x = try transform(r.message) { changed.append((x, r.message.status)) }
                     }
                     for (r, c) in zip(Self.encodeAll(changed.map(\.message)), changed) { taken.append((r, c.expected)) }
                 }
@@ -179,6 +200,7 @@ public final class SQLiteStore: Store {
                 claimed.reserveCapacity(taken.count)
                 let update = try replaceStatement()
                 for t in taken where try replace(t.record, expected: t.expected, update) { claimed.append(t.record) }
+                for d in damaged { _ = try replace(d.record, expected: d.expected, update) }
                 return claimed
             }
         }
@@ -187,14 +209,9 @@ public final class SQLiteStore: Store {
     /// The most rows a claim reads before deciding on them.
     static let claimChunk = 4096
 
-    /// Decodes rows on all cores (in order). - Throws: `corrupt` for the first bad row.
-    static func decodeAll(_ rows: [[UInt8]]) throws(MsgError) -> [Message] {
-        let results = parallelMap(rows) { row -> Result<Message, MsgError> in
-            row.withUnsafeBufferPointer { b in
-                do throws(MsgError) { return .success(try decode(b)) } catch { return .failure(error) }
-            }
-        }
-        return try results.map { (r) throws(MsgError) -> Message in try r.get() }
+    /// Decodes rows on all cores (in order); text that does not read gives a damaged record.
+    static func decodeAll(_ rows: [Row.Copy]) -> [EncodedMessage] {
+        parallelMap(rows) { $0.record() }
     }
 
     /// Encodes records on all cores (in order).
@@ -219,12 +236,12 @@ public final class SQLiteStore: Store {
 
     // MARK: Rows
 
-    private func fetch(_ id: String) throws(MsgError) -> Message? {
-        let s = try db.statement("SELECT record FROM messages WHERE id = ?1")
+    private func fetch(_ id: String) throws(MsgError) -> EncodedMessage? {
+        let s = try db.statement("SELECT \(Row.columns) FROM messages WHERE id = ?1")
         s.bind(1, id)
         guard try s.step("reading a message") else { return nil }
         defer { s.reset() }
-        return try Self.decode(s.bytes(0))
+        return Row(s).record()
     }
 
     /// The statement of ``replace(_:expected:_:)``, fetched once per batch: the cache
@@ -245,10 +262,6 @@ public final class SQLiteStore: Store {
         s.bind(10, expected.rawValue)
         try RowEncoder.run(r, s, "updating a message")
         return db.changes == 1
-    }
-
-    static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
-        try Message(storedJSON: json)
     }
 
     /// Runs `body`; when the database turns out to be damaged, sets it aside (when

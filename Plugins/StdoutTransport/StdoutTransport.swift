@@ -29,13 +29,14 @@ public final class StdoutTransport: Transport {
         faults = try FaultPlan(url)
     }
 
-    public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
-        var outcomes = messages.map { message -> DeliveryOutcome in
+    public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
+        var outcomes = records.map { record -> DeliveryOutcome in
+            let message = record.message
             if delivered.contains(message.id) { return .delivered(confirmed: false) }
             if let failure = faults.outcome(for: message, deadline: deadline) { return failure }
             delivered.insert(message.id)
             do throws(MsgError) {
-                try writer.writeDelivered(message)
+                try writer.writeDelivered(record)
                 return .delivered(confirmed: false)
             } catch {
                 delivered.remove(message.id)
@@ -47,7 +48,7 @@ public final class StdoutTransport: Transport {
             try writer.finish()
         } catch {
             for (i, outcome) in outcomes.enumerated() where outcome == .delivered(confirmed: false) {
-                delivered.remove(messages[i].id)
+                delivered.remove(records[i].message.id)
                 outcomes[i] = .failed(MsgError(.unreachable, "cannot write to standard output: \(error.message)"), retryAfter: nil)
             }
         }

@@ -92,7 +92,7 @@ final class SinkDeliverer: Sendable {
             slot[m.id] = unique.count
             unique.append(m)
         }
-        let outcomes = sink.transport.deliver(unique, deadline: deadline)
+        let outcomes = sink.transport.deliver(unique.map { EncodedMessage($0) }, deadline: deadline)
         let count = outcomes.filter { if case .delivered = $0 { return true } else { return false } }.count
         state.withLock { $0.delivered += count }
         for (m, promise) in batch {

@@ -25,26 +25,26 @@ public final class TCPTransport: Transport {
         try? group.syncShutdownGracefully()
     }
 
-    public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+    public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         var outcomes: [DeliveryOutcome] = []
-        outcomes.reserveCapacity(messages.count)
+        outcomes.reserveCapacity(records.count)
         let connection: TCPConnection
         do throws(MsgError) { connection = try connected() } catch {
-            return messages.map { _ in .failed(error, retryAfter: nil) }
+            return records.map { _ in .failed(error, retryAfter: nil) }
         }
         var inFlight = CircularBuffer<EventLoopFuture<Wire.Answer>>()
         var next = 0
         var broken: MsgError?
-        while outcomes.count < next || next < messages.count && broken == nil {
+        while outcomes.count < next || next < records.count && broken == nil {
             // Top the window up in chunks of half a window: one write and one event-loop
             // hop for many records.
-            if broken == nil, next < messages.count, inFlight.count <= address.window / 2 {
-                let end = min(messages.count, next + address.window - inFlight.count)
-                inFlight.append(contentsOf: connection.send(messages[next..<end].map(Self.line), deadline: deadline))
+            if broken == nil, next < records.count, inFlight.count <= address.window / 2 {
+                let end = min(records.count, next + address.window - inFlight.count)
+                inFlight.append(contentsOf: connection.send(records[next..<end].map(Self.line), deadline: deadline))
                 next = end
             }
             guard let future = inFlight.popFirst() else { break }
-            let m = messages[outcomes.count]
+            let m = records[outcomes.count].message
             do {
                 let answer = try future.wait()
                 guard case .ack(let id, let outcome) = answer, id == nil || id == m.id else {
@@ -64,7 +64,7 @@ public final class TCPTransport: Transport {
         if let broken {
             self.connection = nil  // closed when it broke
             let notSent = MsgError(.unreachable, "not sent: \(broken.message)")
-            while outcomes.count < messages.count { outcomes.append(.failed(notSent, retryAfter: nil)) }
+            while outcomes.count < records.count { outcomes.append(.failed(notSent, retryAfter: nil)) }
         }
         return outcomes
     }
@@ -110,11 +110,10 @@ public final class TCPTransport: Transport {
         return fresh
     }
 
-    private static func line(_ m: Message) -> [UInt8] {
-        var w = JSONWriter(capacity: 512)
-        m.writeDelivered(to: &w)
-        w.bytes.append(UInt8(ascii: "\n"))
-        return w.bytes
+    private static func line(_ r: EncodedMessage) -> [UInt8] {
+        var text = r.deliveredJSON
+        text.append(UInt8(ascii: "\n"))
+        return text
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MsgKit
 
 /// `--header key=value` arguments, as `compose` and `queue edit` take them.
 enum HeaderArguments {
@@ -10,10 +11,10 @@ enum HeaderArguments {
     }
 
     /// Splits validated headers at their first `=`.
-    static func pairs(_ headers: [String]) -> [(key: String, value: String)] {
-        headers.map { h in
+    static func pairs(_ headers: [String]) -> Headers {
+        Headers(headers.map { h in
             let eq = h.firstIndex(of: "=") ?? h.endIndex
-            return (String(h[..<eq]), eq == h.endIndex ? "" : String(h[h.index(after: eq)...]))
-        }
+            return (key: String(h[..<eq]), value: eq == h.endIndex ? "" : String(h[h.index(after: eq)...]))
+        })
     }
 }

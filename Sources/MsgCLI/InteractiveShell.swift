@@ -140,8 +140,8 @@ final class InteractiveShell {
     private static func ids(startingWith prefix: String, _ session: Session) -> [String] {
         var found: [String] = []
         do {
-            try session.store(.read).list(Query()) { (m) throws(MsgError) -> Bool in
-                if m.id.hasPrefix(prefix) { found.append(m.id) }
+            try session.store(.read).list(Query()) { (r) throws(MsgError) -> Bool in
+                if r.message.id.hasPrefix(prefix) { found.append(r.message.id) }
                 return found.count < 200
             }
         } catch {

@@ -15,7 +15,9 @@ struct QueueAddCommand: ParsableCommand {
 
     func run() throws {
         let store = try global.session().store()
-        let pipeline = RecordPipeline(decode: { (v) throws(MsgError) in try Message(json: v) }, store: store, onError: input.onError)
+        let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in
+            try line.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
+        }, store: store, onError: input.onError)
         var reader = NDJSONReader()
         try finish(try pipeline.run(&reader, progress: Progress("stored")).exitCode)
     }

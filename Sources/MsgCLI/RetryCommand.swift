@@ -24,10 +24,15 @@ struct RetryCommand: ParsableCommand {
         if dead {
             let writer = NDJSONWriter()
             writer.flushEveryLine = false
-            let moved = try Redrive.run(store: try session.store(), targets: ids, now: .now()) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
+            let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids, now: .now()) { (r) throws(MsgError) in
+                try writer.writeWithoutHistory(r)
+            }
             try writer.finish()
             if moved > 0 { Diagnostics.say("redrove \(moved) dead message\(moved == 1 ? "" : "s") to queued") }
-            try finish(badLines > 0 ? 65 : 0)
+            for id in damaged {
+                Diagnostics.say("\(id): not redriven: it is a damaged record (msg-record(5), DAMAGED RECORDS); fix the text in its \(Message.damagedRecordKey) field and add it again")
+            }
+            try finish(badLines > 0 || !damaged.isEmpty ? 65 : 0)
             return
         }
         var options = try policy.options(statuses: [.failed])
@@ -37,6 +42,7 @@ struct RetryCommand: ParsableCommand {
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
                                   options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
+        summary.reportDamaged(in: session.settings.store)
         if let stopped = summary.stopped {
             if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
             try finish(stopped.exitStatus)

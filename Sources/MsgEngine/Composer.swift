@@ -31,7 +31,7 @@ public struct Composer {
             return 0
         }
         let drafts = self.drafts
-        let pipeline = RecordPipeline(decode: { (v) throws(MsgError) in try drafts.complete(v) }, store: store, writer: writer, onError: onError)
+        let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in try drafts.complete(JSONParser.parseInput(line)) }, store: store, writer: writer, onError: onError)
         var reader = NDJSONReader()
         return try pipeline.run(&reader).exitCode
     }

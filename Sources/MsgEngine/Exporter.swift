@@ -52,8 +52,8 @@ public struct Exporter {
 
     private func write(_ formatter: RecordFormatter) throws(MsgError) -> Int {
         var count = 0
-        try store.list(options.query) { (m) throws(MsgError) -> Bool in
-            var x = m
+        try store.list(options.query) { (r) throws(MsgError) -> Bool in
+            var x = r.message
             if options.redactBody { x.body = "[redacted]" }
             try formatter.write(x)
             count += 1

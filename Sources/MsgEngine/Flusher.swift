@@ -39,6 +39,8 @@ public final class Flusher {
         /// Messages claimed but not attempted because of a stop request: put back as
         /// they were before the claim.
         public var released = 0
+        /// Damaged records met (msg-record(5)): set aside as dead, never sent.
+        public var damaged: [String] = []
         /// Why the run stopped early, if it did.
         public var stopped: StopRequest.Reason?
         /// The error of the last message deferred or dead, for the one-line summary.
@@ -55,11 +57,20 @@ public final class Flusher {
             (a.sent, a.deferred, a.dead, a.skipped) == (b.sent, b.deferred, b.dead, b.skipped)
         }
 
-        /// 1 when a message became dead, else 75 when one was deferred, else 0.
-        public var exitCode: Int32 { dead > 0 ? 1 : deferred > 0 ? 75 : 0 }
+        /// 1 when a message became dead (a damaged record counts), else 75 when one
+        /// was deferred, else 0.
+        public var exitCode: Int32 { dead > 0 || !damaged.isEmpty ? 1 : deferred > 0 ? 75 : 0 }
+
+        /// Says on stderr which damaged records of `store` were met, one line each.
+        public func reportDamaged(in store: String) {
+            for id in damaged {
+                Diagnostics.say("record \(id) in \(store) is damaged: it was set aside as dead with its text kept, and not sent (msg-record(5), DAMAGED RECORDS)")
+            }
+        }
 
         mutating func add(_ other: Summary) {
             sent += other.sent
+            damaged += other.damaged
             deferred += other.deferred
             dead += other.dead
             released += other.released
@@ -94,6 +105,7 @@ public final class Flusher {
     private let clock: @Sendable () -> Timestamp
     private let unit: @Sendable () -> Double
     private var attempted: Set<String> = []
+    private var damaged: [String] = []
 
     /// A flusher; `clock` and `unit` (a random number in [0, 1), for jitter) are
     /// injected so tests control time. `stop` is asked between transport calls.
@@ -135,6 +147,7 @@ public final class Flusher {
     /// claimed but not attempted is put back exactly as it was before its claim.
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         attempted = []
+        damaged = []
         defer { progress?.finish() }
         var summary = Summary()
         var remaining = options.limit ?? Int.max
@@ -166,6 +179,7 @@ public final class Flusher {
         }
         if let outputError { throw outputError }
         summary.stopped = stop.reason
+        summary.damaged = damaged
         if let targets = options.targets {
             summary.skipped = targets.count - targets.filter(attempted.contains).count
         }
@@ -179,10 +193,11 @@ public final class Flusher {
         var released: Int
     }
 
-    /// A claimed message and the record as it was before the claim (to put back).
+    /// A claimed record and the message as it was before the claim (to put back).
     struct Claimed: Sendable {
-        let message: Message
+        let record: EncodedMessage
         let original: Message
+        var message: Message { record.message }
     }
 
     /// The delivery thread: takes claimed batches in order until nil, delivers each
@@ -198,7 +213,7 @@ public final class Flusher {
                 var outcomes: [DeliveryOutcome] = []
                 outcomes.reserveCapacity(batch.count)
                 while outcomes.count < batch.count && stop.reason == nil {
-                    let slice = batch[outcomes.count..<min(batch.count, outcomes.count + sizer.size)].map(\.message)
+                    let slice = batch[outcomes.count..<min(batch.count, outcomes.count + sizer.size)].map(\.record)
                     let started = Monotonic.milliseconds()
                     var got = transport.deliver(slice, deadline: deadline)
                     sizer.observe(count: slice.count, elapsed: MsgDuration(milliseconds: Monotonic.milliseconds() - started))
@@ -232,8 +247,8 @@ public final class Flusher {
     /// The earliest time a message this command takes becomes due, if any is waiting.
     public func nextDue() throws(MsgError) -> Timestamp? {
         var earliest: Timestamp?
-        try store.list(Query(statuses: options.statuses, ids: options.targets.map(Set.init))) { (m) throws(MsgError) -> Bool in
-            let due = [m.notBefore, m.nextAttemptAt].compactMap { $0 }.max() ?? m.createdAt
+        try store.list(Query(statuses: options.statuses, ids: options.targets.map(Set.init))) { (r) throws(MsgError) -> Bool in
+            let due = r.message.dueAt ?? r.message.createdAt
             if earliest.map({ due < $0 }) ?? true { earliest = due }
             return true
         }
@@ -253,7 +268,13 @@ public final class Flusher {
         // by the inserts below.
         let remember = options.statuses.contains(.failed) || options.targets != nil
         var originals: [String: Message] = [:]
+        var damaged: [String] = []
         let claimed = try store.claim(query, limit: limit) { (m) throws(MsgError) -> Message? in
+            // A damaged record is never sent; the store sets it aside as dead.
+            if m.isDamaged {
+                damaged.append(m.id)
+                return nil
+            }
             guard !remember || !self.attempted.contains(m.id) else { return nil }
             var x = m
             try x.transition(to: .sending, event: "attempt", at: now)
@@ -262,9 +283,10 @@ public final class Flusher {
             originals[m.id] = m
             return x
         }
+        self.damaged += damaged
         if remember { for r in claimed { self.attempted.insert(r.message.id) } }
         if !claimed.isEmpty { faults.pass(.afterSending, count: claimed.count) }
-        return claimed.map { Claimed(message: $0.message, original: originals[$0.message.id] ?? $0.message) }
+        return claimed.map { Claimed(record: $0, original: originals[$0.message.id] ?? $0.message) }
     }
 
     /// Records the outcomes of one batch in one commit and prints the records. When
@@ -323,7 +345,7 @@ final class SerializedTransport: @unchecked Sendable {
 
     init(_ transport: any Transport) { self.transport = transport }
 
-    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
-        lock.withLock { _ in transport.deliver(messages, deadline: deadline) }
+    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
+        lock.withLock { _ in transport.deliver(records, deadline: deadline) }
     }
 }

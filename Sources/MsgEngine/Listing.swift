@@ -23,8 +23,8 @@ public struct Listing {
                 return goOn()
             }
         } else {
-            try store.list(query) { (m) throws(MsgError) -> Bool in
-                try formatter.write(m)
+            try store.list(query) { (r) throws(MsgError) -> Bool in
+                try formatter.write(r.message)
                 return goOn()
             }
         }

@@ -18,8 +18,12 @@ public final class RecordFormatter {
     private var count = 0
 
     /// The stable CSV columns, in order.
-    public static let csvColumns = ["id", "status", "attempts", "to", "from", "body", "headers", "created_at", "updated_at",
-                                    "not_before", "next_attempt_at", "last_error_code", "last_error_message", "history"]
+    /// The record's fields (``RecordField``) as CSV columns, in reading order; the
+    /// sender's lease is not among them.
+    static let csvFields: [RecordField] = [.id, .status, .attempts, .to, .from, .body, .headers, .createdAt, .updatedAt,
+                                           .notBefore, .nextAttemptAt, .lastError, .history]
+    /// The CSV header: one column per field, `last_error` as its code and message.
+    public static let csvColumns = csvFields.flatMap { $0 == .lastError ? ["last_error_code", "last_error_message"] : [$0.key] }
 
     /// Where the formatted bytes go instead of `output`'s descriptor, in blocks.
     public typealias Sink = (_ bytes: [UInt8]) throws(MsgError) -> Void
@@ -104,12 +108,30 @@ public final class RecordFormatter {
             body(&w)
             field(String(decoding: w.bytes, as: UTF8.self), last: last)
         }
-        field(m.id); field(m.status.rawValue); field(String(m.attempts)); field(m.to); field(m.from ?? ""); field(m.body)
-        if m.headers.isEmpty { field("") } else { jsonField { $0.value(.object(m.headers.map { .init($0.key, .string($0.value)) })) } }
-        field(m.createdAt.description); field(m.updatedAt.description)
-        field(m.notBefore?.description ?? ""); field(m.nextAttemptAt?.description ?? "")
-        field(m.lastError?.code ?? ""); field(m.lastError?.message ?? "")
-        if includeHistory { jsonField({ m.writeHistory(to: &$0) }, last: true) } else { field("", last: true) }
+        for f in Self.csvFields {
+            let last = f == Self.csvFields.last
+            switch f {
+            case .id: field(m.id, last: last)
+            case .to: field(m.to, last: last)
+            case .from: field(m.from ?? "", last: last)
+            case .body: field(m.body, last: last)
+            case .headers:
+                if m.headers.isEmpty { field("", last: last) } else {
+                    jsonField({ $0.value(.object(m.headers.map { .init($0.key, .string($0.value)) })) }, last: last)
+                }
+            case .status: field(m.status.rawValue, last: last)
+            case .attempts: field(String(m.attempts), last: last)
+            case .createdAt: field(m.createdAt.description, last: last)
+            case .updatedAt: field(m.updatedAt.description, last: last)
+            case .notBefore: field(m.notBefore?.description ?? "", last: last)
+            case .nextAttemptAt: field(m.nextAttemptAt?.description ?? "", last: last)
+            case .lastError:
+                field(m.lastError?.code ?? "")
+                field(m.lastError?.message ?? "", last: last)
+            case .history: if includeHistory { jsonField({ m.writeHistory(to: &$0) }, last: last) } else { field("", last: last) }
+            case .lease: break
+            }
+        }
         return row
     }
 

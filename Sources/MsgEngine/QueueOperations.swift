@@ -25,8 +25,8 @@ public struct QueueOperations {
 
     /// One message with its history. - Throws: `notFound`, store errors.
     public func show(_ id: String) throws(MsgError) -> Message {
-        guard let m = try store.get(id) else { throw MsgError(.notFound, "no message with id \(id)") }
-        return m
+        guard let r = try store.get(id) else { throw MsgError(.notFound, "no message with id \(id)") }
+        return r.message
     }
 
     /// Moves each message to `status` with `event`; a message already there is left
@@ -60,7 +60,7 @@ public struct QueueOperations {
 
     /// Changes `to`, `body` and headers of queued, held or failed messages.
     /// - Throws: store errors.
-    public func edit(_ ids: [String], to: String?, body: String?, headers: [(key: String, value: String)], removeHeaders: [String]) throws(MsgError) -> Outcome {
+    public func edit(_ ids: [String], to: String?, body: String?, headers: Headers, removeHeaders: [String]) throws(MsgError) -> Outcome {
         try change(ids) { (m) throws(MsgError) -> Message? in
             guard [.queued, .held, .failed].contains(m.status) else {
                 throw MsgError(.invalidTransition, "message \(m.id) is \(m.status.rawValue); only queued, held or failed messages can be edited")
@@ -68,10 +68,8 @@ public struct QueueOperations {
             var x = m
             if let to { x.to = to }
             if let body { x.body = body }
-            x.headers.removeAll { removeHeaders.contains($0.key) }
-            for h in headers {
-                if let i = x.headers.firstIndex(where: { $0.key == h.key }) { x.headers[i].value = h.value } else { x.headers.append(h) }
-            }
+            x.headers.remove(removeHeaders)
+            x.headers.merge(headers)
             x.updatedAt = now
             x.history.append(.init(at: now, event: "edited", status: x.status))
             let size = EncodedMessage(x).json.count
@@ -106,8 +104,8 @@ public struct QueueOperations {
             throw MsgError(.usage, "purge removes only sent, delivered, read or dead messages, not \(statuses.subtracting(allowed).map(\.rawValue).sorted().joined(separator: ", "))")
         }
         var ids: [String] = []
-        try store.list(Query(statuses: statuses, updatedBy: Timestamp(milliseconds: now.milliseconds - olderThan.milliseconds))) { (m) throws(MsgError) -> Bool in
-            ids.append(m.id)
+        try store.list(Query(statuses: statuses, updatedBy: Timestamp(milliseconds: now.milliseconds - olderThan.milliseconds))) { (r) throws(MsgError) -> Bool in
+            ids.append(r.message.id)
             return true
         }
         var removed = 0
@@ -123,7 +121,8 @@ public struct QueueOperations {
     /// Counts per status and age (time since created) buckets, as Postfix's qshape.
     public func stats() throws(MsgError) -> [(status: Status, buckets: [Int])] {
         var table: [Status: [Int]] = [:]
-        try store.list(Query()) { (m) throws(MsgError) -> Bool in
+        try store.list(Query()) { (r) throws(MsgError) -> Bool in
+            let m = r.message
             let age = now.milliseconds - m.createdAt.milliseconds
             let bucket = Self.ageBuckets.firstIndex { age < $0.limit.milliseconds } ?? Self.ageBuckets.count
             table[m.status, default: [Int](repeating: 0, count: Self.ageBuckets.count + 1)][bucket] += 1
@@ -140,8 +139,8 @@ public struct QueueOperations {
     private func existing(_ ids: [String], _ outcome: inout Outcome) throws(MsgError) -> [Message] {
         var found: [Message] = []
         for id in ids {
-            if let m = try store.get(id) {
-                found.append(m)
+            if let r = try store.get(id) {
+                found.append(r.message)
             } else {
                 Diagnostics.say("\(id): no such message")
                 outcome.problems += 1
@@ -156,6 +155,9 @@ public struct QueueOperations {
         var problems: [String: MsgError] = [:]
         let changed = try store.claim(Query(ids: Set(found.map(\.id))), limit: found.count) { (m) throws(MsgError) -> Message? in
             do throws(MsgError) {
+                if m.isDamaged {
+                    throw MsgError(.invalidTransition, "it is a damaged record (msg-record(5)): fix the text in its \(Message.damagedRecordKey) field and add it again, or remove it")
+                }
                 return try transform(m)
             } catch {
                 problems[m.id] = error

@@ -16,8 +16,8 @@ import Synchronization
 /// commits and echoes: on two cores, parsing the next batch overlaps the store's
 /// commit of this one. Echoes still follow their own batch's commit.
 public struct RecordPipeline {
-    /// Turns one input line's JSON into a record.
-    public typealias Decode = @Sendable (JSONValue) throws(MsgError) -> Message
+    /// Turns one input line's bytes into a record.
+    public typealias Decode = @Sendable ([UInt8]) throws(MsgError) -> Message
 
     private let decode: Decode
     private let store: (any Store)?
@@ -128,8 +128,8 @@ public struct RecordPipeline {
     }
 
     private static func parse(_ line: NDJSONReader.Line, _ decode: Decode) -> Result<Message, MsgError> {
-        line.json().flatMap { value in
-            do throws(MsgError) { return .success(try decode(value)) } catch { return .failure(error) }
+        line.bytes.flatMap { bytes in
+            do throws(MsgError) { return .success(try decode(bytes)) } catch { return .failure(error) }
         }
     }
 

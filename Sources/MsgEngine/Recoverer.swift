@@ -86,9 +86,17 @@ public struct Recoverer {
 /// `retry --dead`: returns dead messages to `queued` (as SQS redrive), history kept,
 /// attempts reset so the retry limit applies afresh.
 public enum Redrive {
-    /// Redrives dead messages (only `targets` when given). - Throws: store errors.
-    public static func run(store: any Store, targets: [String]?, now: Timestamp, report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> Int {
+    /// Redrives dead messages (only `targets` when given); damaged records (msg-record(5))
+    /// are left dead. - Returns: how many were redriven, and the damaged ones left.
+    /// - Throws: store errors.
+    public static func run(store: any Store, targets: [String]?, now: Timestamp,
+                           report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> (moved: Int, damaged: [String]) {
+        var damaged: [String] = []
         let moved = try store.claim(Query(statuses: [.dead], ids: targets.map(Set.init)), limit: Int.max) { (m) throws(MsgError) -> Message? in
+            if m.isDamaged {
+                damaged.append(m.id)
+                return nil
+            }
             var x = m
             x.attempts = 0
             x.nextAttemptAt = nil
@@ -96,6 +104,6 @@ public enum Redrive {
             return x
         }
         for m in moved { try report(m) }
-        return moved.count
+        return (moved.count, damaged)
     }
 }

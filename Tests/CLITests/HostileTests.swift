@@ -53,6 +53,49 @@ import Testing
         #expect(err.filter { $0.contains("not sending or recovering while the damaged store file is beside") }.count == 2)
     }
 
+    /// A record edited by hand into something that is no record stops nothing: every
+    /// listing still prints valid lines, flush sends the others, and the damaged one
+    /// becomes dead with its text kept, on every store (msg-record(5), DAMAGED RECORDS).
+    @Test(arguments: ["sqlite", "json"]) func aDamagedRecordIsSetAsideAndTheRestFlows(store: String) throws {
+        let s = try Sandbox()
+        let damage = store == "sqlite"
+            ? #"sqlite3 queue.sqlite "UPDATE messages SET record = '{broken' WHERE recipient = 'u2'""#
+            : #"sed -i 's/"to":"u2","body":"b2"/"to":"u2","body":2/' q.json"#
+        let setUp = try s.sh("""
+            export MSG_STORE=\(store == "sqlite" ? "sqlite:queue.sqlite" : "json:q.json")
+            for n in 1 2 3; do msg compose --to u$n --body b$n; done | msg queue add > /dev/null
+            \(damage)
+            msg queue stats > /dev/null; echo "stats $?"
+            msg queue ls > listed; echo "ls $?"
+            """)
+        #expect(setUp.lines == ["stats 0", "ls 0"], "\(setUp.out)\(setUp.err)")
+        let listed = try records(String(contentsOfFile: s.home + "/listed", encoding: .utf8))
+        #expect(listed.map(\.to) == ["u1", "u2", "u3"] && listed[1].isDamaged, "every line a record")
+        let damagedID = listed[1].id
+        let r = try s.sh("""
+            export MSG_STORE=\(store == "sqlite" ? "sqlite:queue.sqlite" : "json:q.json")
+            msg flush --transport file:out > flushed; echo "flush $?"
+            ls out/new | wc -l
+            ls | grep -c -e corrupt -e torn
+            msg queue show \(damagedID)
+            msg retry --dead \(damagedID); echo "redrive $?"
+            msg queue edit \(damagedID) --body fixed; echo "edit $?"
+            msg queue rm \(damagedID) > /dev/null; echo "rm $?"
+            msg queue count
+            """)
+        #expect(Array(r.lines.prefix(3)) == ["flush \(store == "sqlite" ? 1 : 0)", "2", "0"], "\(r.out)\(r.err)")
+        #expect(Array(r.lines.suffix(4)) == ["redrive 65", "edit 65", "rm 0", "2"], "\(r.out)\(r.err)")
+        let shown = try #require(try records(r.lines[3]).first)
+        #expect(shown.status == .dead && shown.lastError?.code == "corrupt" && shown.isDamaged)
+        let kept = shown.extra.first { $0.key == Message.damagedRecordKey }?.value.stringValue ?? ""
+        #expect(store == "sqlite" ? kept == "{broken" : kept.contains(#""to":"u2","body":2"#), "the text is kept whole: \(kept)")
+        if store == "sqlite" {
+            #expect(r.err.contains("msg: record \(damagedID) in sqlite:queue.sqlite is damaged"), "flush says so: \(r.err)")
+        }
+        let flushed = try records(String(contentsOfFile: s.home + "/flushed", encoding: .utf8))
+        #expect(flushed.map(\.to) == ["u1", "u3"] && flushed.allSatisfy { $0.status == .sent })
+    }
+
     @Test func linksPlantedWhereMsgWritesAreNotFollowed() throws {
         let s = try Sandbox()
         let r = try s.sh("""

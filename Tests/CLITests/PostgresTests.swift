@@ -145,4 +145,26 @@ import Testing
         _ = listener.stop()
         try expectEachDeliveredOnce(s, 500, env, "over tcp")
     }
+
+    /// A record edited by hand in the database stops nothing (msg-record(5), DAMAGED
+    /// RECORDS): it is set aside as dead with its text kept, the rest is sent.
+    @Test func aDamagedRecordInPostgresIsSetAsideAndTheRestFlows() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        let schema = String(env["MSG_STORE"]!.split(separator: "=").last!)
+        try compose(s, 3, env)
+        let r = try s.sh("""
+            psql -q "\(server.url)" -c "UPDATE \(schema).messages SET record = '{broken' WHERE recipient = 'u2'"
+            msg queue ls | wc -l
+            msg flush > flushed; echo "flush $?"
+            wc -l < flushed
+            msg queue count --status sent
+            msg queue ls --status dead
+            """, env: env)
+        #expect(Array(r.lines.prefix(4)) == ["3", "flush 1", "2", "2"], "\(r.out)\(r.err)")
+        let dead = try #require(try records(r.lines.last ?? "").first)
+        #expect(dead.isDamaged && dead.to == "u2" && dead.extra.first?.value.stringValue == "{broken", "\(r.out)")
+        #expect(r.err.contains("is damaged: it was set aside as dead with its text kept"), "\(r.err)")
+    }
 }

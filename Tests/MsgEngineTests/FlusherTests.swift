@@ -40,23 +40,23 @@ func temporaryDirectory() -> String {
         let transport = "stdout:?fail_first=2&fd=\(devNull)"
 
         #expect(try flusher(store, transport, clock).run() == .init(sent: 0, deferred: 1, dead: 0, skipped: 0))
-        var m = try #require(try store.get(Fixtures.message(1).id))
+        var m = try #require(try store.get(Fixtures.message(1).id)?.message)
         #expect(m.status == .failed && m.attempts == 1)
         #expect(m.nextAttemptAt == Fixtures.t0.adding(MsgDuration(milliseconds: 1050)), "1s + 5% jitter")
 
         let retry = try flusher(store, transport, clock, statuses: [.failed])
         clock.advance(1049)
         #expect(try retry.run().deferred == 0, "not due 1 ms early")
-        #expect(try store.get(m.id)?.attempts == 1)
+        #expect(try store.get(m.id)?.message.attempts == 1)
         clock.advance(1)
         #expect(try retry.run().deferred == 1, "due on the millisecond")
-        m = try #require(try store.get(m.id))
+        m = try #require(try store.get(m.id)?.message)
         #expect(m.attempts == 2)
         #expect(m.nextAttemptAt == Fixtures.t0.adding(MsgDuration(milliseconds: 1050 + 2100)), "then 2s + 5%")
 
         clock.advance(2100)
         #expect(try retry.run().sent == 1, "sent on the third attempt")
-        m = try #require(try store.get(m.id))
+        m = try #require(try store.get(m.id)?.message)
         #expect(m.status == .sent && m.attempts == 3)
         #expect(m.history.map(\.event) == ["queued", "attempt", "failed", "attempt", "failed", "attempt", "sent"])
     }
@@ -70,7 +70,7 @@ func temporaryDirectory() -> String {
         let summary = try flusher(store, "stdout:?fail_ids=\(ms[0].id)&error=rejected&fd=\(devNull)", clock).run()
         #expect(summary == .init(sent: 2, deferred: 0, dead: 1, skipped: 0))
         #expect(summary.exitCode == 1)
-        #expect(try store.get(ms[0].id)?.status == .dead)
+        #expect(try store.get(ms[0].id)?.message.status == .dead)
     }
 
     @Test func recoverLeavesALiveSenderAloneAndUsesLookup() throws {
@@ -88,7 +88,7 @@ func temporaryDirectory() -> String {
         let deadDelivered = try sending(2, pid: 999_999)
         let deadNotDelivered = try sending(3, pid: 999_999)
         _ = try store.add([alive, deadDelivered, deadNotDelivered])
-        _ = transport.deliver([deadDelivered], deadline: .seconds(3))
+        _ = transport.deliver([EncodedMessage(deadDelivered)], deadline: .seconds(3))
         clock.advance(10_000)
         let recoverer = Recoverer(store: store, transport: transport, staleAfter: .seconds(5), clock: clock.read)
         var reported: [String] = []
@@ -97,10 +97,10 @@ func temporaryDirectory() -> String {
         #expect(try store.count(Query(statuses: [.sending])) == 3, "a dry run changes nothing")
         let summary = try recoverer.run(dryRun: false) { (_) throws(MsgError) in }
         #expect(summary == .init(markedSent: 1, requeued: 1))
-        #expect(try store.get(alive.id)?.status == .sending, "its sender is alive")
-        #expect(try store.get(deadDelivered.id)?.status == .sent)
-        #expect(try store.get(deadNotDelivered.id)?.status == .queued)
-        #expect(try store.get(deadNotDelivered.id)?.history.last?.event == "recovered")
+        #expect(try store.get(alive.id)?.message.status == .sending, "its sender is alive")
+        #expect(try store.get(deadDelivered.id)?.message.status == .sent)
+        #expect(try store.get(deadNotDelivered.id)?.message.status == .queued)
+        #expect(try store.get(deadNotDelivered.id)?.message.history.last?.event == "recovered")
         #expect(try recoverer.run(dryRun: false) { (_) throws(MsgError) in } == .init(), "a second pass finds nothing")
     }
 }
@@ -111,10 +111,10 @@ final class StoppingTransport: Transport {
     let stop: StopRequest
     var calls: [Int] = []
     init(stop: StopRequest) { self.stop = stop }
-    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
-        calls.append(messages.count)
+    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
+        calls.append(records.count)
         stop.outputClosed()
-        return messages.map { _ in .delivered(confirmed: false) }
+        return records.map { _ in .delivered(confirmed: false) }
     }
 }
 
@@ -137,7 +137,7 @@ final class StoppingTransport: Transport {
                 "nothing claimed after the stop: \(summary)")
         #expect(try store.count(Query(statuses: [.sending])) == 0)
         var after: [Message] = []
-        try store.list(Query(statuses: [.queued])) { after.append($0); return true }
+        try store.list(Query(statuses: [.queued])) { after.append($0.message); return true }
         #expect(after == Array(originals[1...]), "put back untouched, in FIFO order")
     }
 }

@@ -7,19 +7,22 @@ import Foundation
 /// Message(json:)): on every text both must give the same record or the same error,
 /// and the fast one must read every record msg itself writes.
 @Suite struct RecordDecoderTests {
-    /// The general path, as `Message(storedJSON:)` words it.
-    private static func general(_ text: String) -> Result<Message, MsgError> {
+    /// The general path, as `Message(decoding:origin:)` words it for `origin`.
+    private static func general(_ text: String, _ origin: RecordOrigin = .stored) -> Result<Message, MsgError> {
         let value: JSONValue
         do { value = try JSONParser.parse(text) } catch {
-            return .failure(MsgError(.corrupt, "a stored record is not valid JSON: \(error)"))
+            return .failure(origin == .stored ? MsgError(.corrupt, "the stored record is not valid JSON: \(error)")
+                                              : MsgError(.badInput, "invalid JSON: \(error)"))
         }
-        do throws(MsgError) { return .success(try Message(json: value)) } catch { return .failure(error) }
+        do throws(MsgError) { return .success(try Message(json: value)) } catch {
+            return .failure(origin == .stored ? MsgError(.corrupt, "the stored record is not valid: \(error.message)") : error)
+        }
     }
 
-    private static func stored(_ text: String) -> Result<Message, MsgError> {
-        var bytes = Array(text.utf8)
-        return bytes.withUnsafeMutableBufferPointer { b in
-            do throws(MsgError) { return .success(try Message(storedJSON: UnsafeBufferPointer(b))) } catch { return .failure(error) }
+    /// The one entry point, fast path first.
+    private static func stored(_ text: String, _ origin: RecordOrigin = .stored) -> Result<Message, MsgError> {
+        Array(text.utf8).withUnsafeBufferPointer { b in
+            do throws(MsgError) { return .success(try Message(decoding: b, origin: origin)) } catch { return .failure(error) }
         }
     }
 
@@ -28,7 +31,7 @@ import Foundation
     }
 
     /// Records as msg writes them, with every optional part present or not.
-    private static func records() -> [Message] {
+    static func records() -> [Message] {
         var rng = SplitMix64(seed: 7)
         var out: [Message] = []
         for n in 0..<300 {
@@ -128,13 +131,15 @@ import Foundation
                 continue
             }
             let text = base.replacingCharacters(in: range, with: to)
-            switch (Self.stored(text), Self.general(text)) {
-            case (.success(let a), .success(let b)):
-                #expect(a == b, "\(text)")
-            case (.failure(let a), .failure(let b)):
-                #expect(a.code == b.code && a.message == b.message, "\(text): \(a.message) | \(b.message)")
-            case (let a, let b):
-                Issue.record("\(text): stored path \(a), general path \(b)")
+            for origin in [RecordOrigin.stored, .input] {
+                switch (Self.stored(text, origin), Self.general(text, origin)) {
+                case (.success(let a), .success(let b)):
+                    #expect(a == b, "\(text)")
+                case (.failure(let a), .failure(let b)):
+                    #expect(a.code == b.code && a.message == b.message, "\(text): \(a.message) | \(b.message)")
+                case (let a, let b):
+                    Issue.record("\(text): one entry point \(a), general path \(b)")
+                }
             }
         }
     }

@@ -12,3 +12,10 @@ func temporaryDirectory() -> String {
 
 /// The loader as msg itself uses it: plugins from the build directory.
 let loader = PluginLoader()
+
+extension Transport {
+    /// Delivers messages as a claim would hand them over: encoded.
+    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+        deliver(messages.map { EncodedMessage($0) }, deadline: deadline)
+    }
+}

@@ -1,8 +1,10 @@
-/// A record together with its canonical JSON text, encoded once.
+/// A record together with its canonical JSON text: what crosses the plugin boundary
+/// (docs/DESIGN.md 4).
 ///
-/// `queue add` encodes records on its reading thread; stores write these bytes
-/// as they are and the echo reuses them, so a record is encoded once on its way
-/// in. `history` is always the last key of the text (see
+/// `queue add` encodes records on its reading thread; stores write these bytes as
+/// they are, give them back from ``Store/get(_:)``, ``Store/list(_:_:)`` and
+/// ``Store/claim(_:limit:_:)``, and transports and listings write them without
+/// encoding the record again. `history` is always the last key of the text (see
 /// ``Message/write(to:includeHistory:)``), so the text without history is
 /// `json[..<historyOffset] + "}"`.
 public struct EncodedMessage: Sendable, Equatable {
@@ -22,9 +24,38 @@ public struct EncodedMessage: Sendable, Equatable {
         w.key("history")
         message.writeHistory(to: &w)
         w.raw("}")
+        self.init(message: message, json: w.bytes, historyOffset: offset)
+    }
+
+    private init(message: Message, json: [UInt8], historyOffset: Int) {
         self.message = message
-        self.json = w.bytes
-        self.historyOffset = offset
+        self.json = json
+        self.historyOffset = historyOffset
+    }
+
+    /// Reads a record a store kept, given its text and where its history starts (nil
+    /// when the store does not know). Text msg wrote is kept byte for byte; other
+    /// text (edited by hand: no history last, a line break) is encoded afresh, so
+    /// ``json`` is always one line with history last.
+    /// - Throws: `corrupt` when the text is not a record; the store then gives
+    ///   ``damaged(id:to:createdAt:text:error:now:)`` in its place.
+    public init(stored json: [UInt8], historyOffset: Int?) throws(MsgError) {
+        let message = try json.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .stored) }
+        guard let h = historyOffset, Self.isCanonical(json, historyOffset: h) else {
+            self.init(message)
+            return
+        }
+        self.init(message: message, json: json, historyOffset: h)
+    }
+
+    private static let historyKey = Array(#","history":["#.utf8)
+
+    /// Whether `json` is one line whose history starts at `h`.
+    private static func isCanonical(_ json: [UInt8], historyOffset h: Int) -> Bool {
+        guard h > 0, h + historyKey.count < json.count, json.last == UInt8(ascii: "}"),
+              json[h..<(h + historyKey.count)].elementsEqual(historyKey) else { return false }
+        // A raw line break can only be whitespace between tokens (JSON strings escape it).
+        return !json.contains(where: { $0 == 0x0A || $0 == 0x0D })
     }
 
     /// The JSON text without history.

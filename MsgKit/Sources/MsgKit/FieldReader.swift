@@ -11,8 +11,7 @@ struct FieldReader {
     private var unknownIndexes: [Int] = []
 
     /// The keys of a record, in the order msg writes them.
-    static let recordKeys = ["id", "to", "from", "body", "headers", "status", "attempts", "created_at", "updated_at",
-                             "not_before", "next_attempt_at", "last_error", "lease", "history"]
+    static let recordKeys = RecordField.keys
 
     init(_ members: [JSONValue.Member], context: String = "", keys: [String] = FieldReader.recordKeys) {
         self.members = members
@@ -108,13 +107,13 @@ struct FieldReader {
         return try timestamp(field)
     }
 
-    func headers() throws(MsgError) -> [(key: String, value: String)] {
+    func headers() throws(MsgError) -> Headers {
         guard let v = value("headers") else { return [] }
         guard case .object(let members) = v else { throw bad("headers", "must be an object of strings") }
-        var result: [(key: String, value: String)] = []
+        var result = Headers()
         for member in members {
             guard case .string(let s) = member.value else { throw bad("headers.\(member.key)", "must be a string") }
-            if let i = result.firstIndex(where: { $0.key == member.key }) { result[i].value = s } else { result.append((member.key, s)) }
+            result[member.key] = s
         }
         return result
     }

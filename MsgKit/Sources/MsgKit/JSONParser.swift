@@ -290,3 +290,15 @@ public struct JSONParser {
         }
     }
 }
+
+extension JSONParser {
+    /// Parses a user's input line.
+    /// - Throws: `badInput` naming the problem and its column (not the line number).
+    public static func parseInput(_ bytes: [UInt8]) throws(MsgError) -> JSONValue {
+        do throws(JSONParser.Failure) {
+            return try parse(bytes)
+        } catch {
+            throw MsgError(.badInput, error.reason == "invalid UTF-8" ? "\(error)" : "invalid JSON: \(error)")
+        }
+    }
+}

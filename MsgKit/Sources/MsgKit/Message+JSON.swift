@@ -1,8 +1,5 @@
 /// Reading and writing records as JSON objects (docs/DESIGN.md 2).
 extension Message {
-    /// The field names msg knows, in the order it writes them.
-    public static let knownFields: Set<String> = Set(FieldReader.recordKeys)
-
     /// Reads a full record.
     /// - Throws: `MsgError.badInput` naming the field that is missing or wrong.
     public init(json: JSONValue) throws(MsgError) {
@@ -27,31 +24,40 @@ extension Message {
         extra = fields.unknown()
     }
 
-    /// Reads one line of JSON text as a full record.
-    /// - Throws: `MsgError.badInput` for invalid JSON or a wrong field.
-    public init(jsonText: String) throws(MsgError) {
-        let value: JSONValue
-        do { value = try JSONParser.parse(jsonText) } catch { throw MsgError(.badInput, "invalid JSON: \(error)") }
-        try self.init(json: value)
-    }
-
-    /// Reads a record a store kept as JSON text.
-    /// - Throws: `MsgError.corrupt` for invalid JSON (stored text that does not parse
-    ///   means a damaged store); a wrong field as ``init(json:)`` reports it.
-    public init(storedJSON json: UnsafeBufferPointer<UInt8>) throws(MsgError) {
-        // The shape msg writes, read straight from the bytes; anything else (and every
-        // error) goes the general way.
+    /// Reads a record from its JSON text: the one way msg decodes a record's bytes.
+    /// The shape msg writes is read straight from the bytes; anything else, and every
+    /// error, goes through ``JSONParser`` and ``init(json:)``, which word the error.
+    /// - Throws: for `origin` ``RecordOrigin/input``, `badInput` naming the problem;
+    ///   for ``RecordOrigin/stored``, `corrupt` (a damaged record).
+    public init(decoding json: UnsafeBufferPointer<UInt8>, origin: RecordOrigin) throws(MsgError) {
         if let message = RecordDecoder.decode(json) {
             self = message
             return
         }
         let value: JSONValue
-        do throws(JSONParser.Failure) {
-            value = try JSONParser.parse(json)
-        } catch {
-            throw MsgError(.corrupt, "a stored record is not valid JSON: \(error)")
+        switch origin {
+        case .input:
+            value = try JSONParser.parseInput(Array(json))
+        case .stored:
+            do throws(JSONParser.Failure) {
+                value = try JSONParser.parse(json)
+            } catch {
+                throw MsgError(.corrupt, "the stored record is not valid JSON: \(error)")
+            }
         }
-        try self.init(json: value)
+        do throws(MsgError) {
+            try self.init(json: value)
+        } catch {
+            guard origin == .stored else { throw error }
+            throw MsgError(.corrupt, "the stored record is not valid: \(error.message)")
+        }
+    }
+
+    /// Reads one line of JSON text given by a user: ``init(decoding:origin:)`` for text.
+    /// - Throws: `MsgError.badInput` for invalid JSON or a wrong field.
+    public init(jsonText: String) throws(MsgError) {
+        let bytes = Array(jsonText.utf8)
+        self = try bytes.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
     }
 
     /// Writes the record as one compact JSON object (no newline).
@@ -149,4 +155,12 @@ extension Message.Event {
         }
         w.raw("}")
     }
+}
+
+/// Where a record's text comes from, which decides what a fault in it is.
+public enum RecordOrigin: Sendable, Equatable {
+    /// A user's input: a fault is `badInput` (exit 65), reported by line.
+    case input
+    /// A store: a fault is `corrupt` (exit 74), a damaged record.
+    case stored
 }

@@ -12,7 +12,7 @@ public struct Message: Sendable, Equatable {
     /// The payload text.
     public var body: String
     /// User metadata, in input order.
-    public var headers: [(key: String, value: String)]
+    public var headers: Headers
     /// Where the message is in its life.
     public var status: Status
     /// Delivery attempts made that count toward the limit.
@@ -36,7 +36,7 @@ public struct Message: Sendable, Equatable {
 
     /// A new queued message made now, with its `queued` history event.
     public init(id: String, to: String, from: String? = nil, body: String,
-                headers: [(key: String, value: String)] = [], now: Timestamp, notBefore: Timestamp? = nil) {
+                headers: Headers = [], now: Timestamp, notBefore: Timestamp? = nil) {
         self.id = id
         self.to = to
         self.from = from
@@ -55,7 +55,7 @@ public struct Message: Sendable, Equatable {
     }
 
     /// Every field at once, for the decoders.
-    init(id: String, to: String, from: String?, body: String, headers: [(key: String, value: String)], status: Status,
+    init(id: String, to: String, from: String?, body: String, headers: Headers, status: Status,
          attempts: Int, createdAt: Timestamp, updatedAt: Timestamp, notBefore: Timestamp?, nextAttemptAt: Timestamp?,
          lastError: Failure?, lease: Lease?, history: [Event], extra: [JSONValue.Member]) {
         self.id = id
@@ -145,12 +145,15 @@ public struct Message: Sendable, Equatable {
         }
     }
 
-    public static func == (a: Message, b: Message) -> Bool {
-        a.id == b.id && a.to == b.to && a.from == b.from && a.body == b.body
-            && a.headers.elementsEqual(b.headers, by: { $0.key == $1.key && $0.value == $1.value })
-            && a.status == b.status && a.attempts == b.attempts && a.createdAt == b.createdAt
-            && a.updatedAt == b.updatedAt && a.notBefore == b.notBefore && a.nextAttemptAt == b.nextAttemptAt
-            && a.lastError == b.lastError && a.lease == b.lease && a.history == b.history && a.extra == b.extra
+    /// When the message is next due: the later of ``notBefore`` and ``nextAttemptAt``;
+    /// nil when it has neither (due now). Stores index this, `flush` waits for it.
+    public var dueAt: Timestamp? {
+        switch (notBefore, nextAttemptAt) {
+        case (let a?, let b?): max(a, b)
+        case (let a?, nil): a
+        case (nil, let b?): b
+        case (nil, nil): nil
+        }
     }
 
     /// Moves the message to `next`, stamping `updated_at` and appending a history event.

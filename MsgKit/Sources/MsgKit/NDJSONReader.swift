@@ -21,12 +21,7 @@ public struct NDJSONReader: Sendable {
         /// - Returns: the value, or a `badInput` error whose message names the problem (not the line number).
         public func json() -> Result<JSONValue, MsgError> {
             bytes.flatMap { bytes in
-                do throws(JSONParser.Failure) {
-                    return .success(try JSONParser.parse(bytes))
-                } catch {
-                    let kind = error.reason == "invalid UTF-8" ? "" : "invalid JSON: "
-                    return .failure(MsgError(.badInput, "\(kind)\(error)"))
-                }
+                do throws(MsgError) { return .success(try JSONParser.parseInput(bytes)) } catch { return .failure(error) }
             }
         }
 

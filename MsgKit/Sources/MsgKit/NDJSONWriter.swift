@@ -25,12 +25,10 @@ public final class NDJSONWriter {
         try emit()
     }
 
-    /// Writes one record line as a destination receives it (``Message/writeDelivered(to:)``).
+    /// Writes one record line as a destination receives it (``EncodedMessage/deliveredJSON``).
     /// - Throws: `MsgError.storeIO` when the output fails.
-    public func writeDelivered(_ message: Message) throws(MsgError) {
-        writer.bytes.removeAll(keepingCapacity: true)
-        message.writeDelivered(to: &writer)
-        try emit()
+    public func writeDelivered(_ record: EncodedMessage) throws(MsgError) {
+        try writeRaw(record.deliveredJSON)
     }
 
     /// Writes one line of JSON text that is already compact and valid (a store's

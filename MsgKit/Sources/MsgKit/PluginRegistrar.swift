@@ -20,12 +20,15 @@ public final class PluginRegistrar {
     /// Version 2 added listeners (``listener(scheme:_:)``). Version 3: stores are
     /// opened for reading or writing (``StoreAccess``), name the damaged files they
     /// set aside (``Store/setAside()``), and a claim returns the records with the text
-    /// stored for each (``EncodedMessage``).
-    public static let abiVersion: UInt32 = 3
+    /// stored for each (``EncodedMessage``). Version 4: the encoded record crosses the
+    /// whole boundary (``Store/get(_:)``, ``Store/list(_:_:)``, ``Transport/deliver(_:deadline:)``),
+    /// stores give damaged records in place of text that does not read (``Store``,
+    /// requirement 10), and headers are ``Headers``.
+    public static let abiVersion: UInt32 = 4
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 3 }
+    @inlinable public static var compiledABIVersion: UInt32 { 4 }
 
     let path: String
     var plugin = ""

@@ -24,7 +24,8 @@
 
     // MARK: The record
 
-    private static let recordKeys: [[UInt8]] = FieldReader.recordKeys.map { Array($0.utf8) }
+    private static let recordFields = RecordField.allCases
+    private static let recordKeys: [[UInt8]] = RecordField.keys.map { Array($0.utf8) }
     private static let failureKeys: [[UInt8]] = ["code", "message", "retryable", "at"].map { Array($0.utf8) }
     private static let leaseKeys: [[UInt8]] = ["host", "pid", "until"].map { Array($0.utf8) }
     private static let eventKeys: [[UInt8]] = ["at", "event", "status", "error"].map { Array($0.utf8) }
@@ -32,34 +33,34 @@
     private mutating func record() throws(GiveUp) -> Message {
         var id: String?, to: String?, from: String?, body: String?, status: Status?, attempts: Int?
         var createdAt: Timestamp?, updatedAt: Timestamp?, notBefore: Timestamp?, nextAttemptAt: Timestamp?
-        var headers: [(key: String, value: String)] = []
+        var headers = Headers()
         var lastError: Message.Failure?
         var lease: Message.Lease?
         var history: [Message.Event] = []
         var extra: [JSONValue.Member] = []
         try object(keys: Self.recordKeys) { (d, k, name) throws(GiveUp) in
-            switch k {
-            case 0:
+            guard k >= 0 else { return try d.extra(name, into: &extra) }
+            switch Self.recordFields[k] {
+            case .id:
                 let s = try d.string()
                 guard UUIDText.isCanonical(s) else { throw GiveUp() }
                 id = s
-            case 1:
+            case .to:
                 let s = try d.string()
                 guard !s.isEmpty else { throw GiveUp() }
                 to = s
-            case 2: from = try d.null() ? nil : d.string()
-            case 3: body = try d.string()
-            case 4: headers = try d.null() ? [] : d.headers()
-            case 5: status = try d.status()
-            case 6: attempts = try d.count()
-            case 7: createdAt = try d.timestamp()
-            case 8: updatedAt = try d.timestamp()
-            case 9: notBefore = try d.null() ? nil : d.timestamp()
-            case 10: nextAttemptAt = try d.null() ? nil : d.timestamp()
-            case 11: lastError = try d.null() ? nil : d.failure()
-            case 12: lease = try d.null() ? nil : d.lease()
-            case 13: history = try d.null() ? [] : d.history()
-            default: try d.extra(name, into: &extra)
+            case .from: from = try d.null() ? nil : d.string()
+            case .body: body = try d.string()
+            case .headers: headers = try d.null() ? [] : d.headers()
+            case .status: status = try d.status()
+            case .attempts: attempts = try d.count()
+            case .createdAt: createdAt = try d.timestamp()
+            case .updatedAt: updatedAt = try d.timestamp()
+            case .notBefore: notBefore = try d.null() ? nil : d.timestamp()
+            case .nextAttemptAt: nextAttemptAt = try d.null() ? nil : d.timestamp()
+            case .lastError: lastError = try d.null() ? nil : d.failure()
+            case .lease: lease = try d.null() ? nil : d.lease()
+            case .history: history = try d.null() ? [] : d.history()
             }
         }
         p.skipWhitespace()
@@ -120,12 +121,11 @@
         return events
     }
 
-    private mutating func headers() throws(GiveUp) -> [(key: String, value: String)] {
-        var result: [(key: String, value: String)] = []
+    private mutating func headers() throws(GiveUp) -> Headers {
+        var result = Headers()
         try object(keys: []) { (d, _, name) throws(GiveUp) in
-            let value = try d.string()
             // As the general path: a repeated header keeps its place and takes the last value.
-            if let i = result.firstIndex(where: { $0.key == name }) { result[i].value = value } else { result.append((name, value)) }
+            result[name] = try d.string()
         }
         return result
     }

@@ -25,6 +25,12 @@
 /// 9. **A damaged file is set aside, never emptied**, and only when it is the file
 ///    found damaged and is the store's own (not a file the user pointed msg at by
 ///    mistake); ``setAside()`` names such files while they remain.
+/// 10. **A damaged record is not a damaged store.** Stored text that no longer reads
+///    as a record (``EncodedMessage/init(stored:historyOffset:)`` throws) is given by
+///    ``get(_:)``, ``list(_:_:)`` and ``claim(_:limit:_:)`` as
+///    ``EncodedMessage/damaged(id:to:createdAt:text:error:now:)``; a claim (write
+///    access) stores it so, in the same commit, and passes it to `transform`, whose
+///    answer for it is ignored. Every other record keeps flowing.
 public protocol Store: AnyObject {
     /// Stores the records whose id is not stored yet, in one durable commit. A store
     /// that keeps JSON text should keep `json` as it is: it is the canonical text.
@@ -33,17 +39,20 @@ public protocol Store: AnyObject {
     /// - Throws: `storeIO`, `corrupt`.
     func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult]
 
-    /// The record with `id`, or nil. - Throws: `storeIO`, `corrupt`.
-    func get(_ id: String) throws(MsgError) -> Message?
+    /// The record with `id`, as stored, or nil. - Throws: `storeIO`, `corrupt`.
+    func get(_ id: String) throws(MsgError) -> EncodedMessage?
 
-    /// Calls `body` with each record matching `query` in FIFO order, until it returns false.
+    /// Calls `body` with each record matching `query`, as stored, in FIFO order, until
+    /// it returns false.
     /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
-    func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError)
+    func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError)
 
     /// Calls `body` with the JSON text of each record matching `query` in FIFO order,
     /// exactly as ``Message/write(to:includeHistory:)`` would write it, until it returns
-    /// false. Listings use it so a store that keeps JSON text can skip decoding.
-    /// The default implementation encodes what ``list(_:_:)`` gives.
+    /// false. Listings use it so a store that keeps JSON text can skip decoding; such a
+    /// store gives its text as it is only when it has the shape msg writes, and else
+    /// decodes it (a damaged record goes as ``EncodedMessage/damaged(id:to:createdAt:text:error:now:)``).
+    /// The default implementation gives the text of what ``list(_:_:)`` gives.
     /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
     func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError)
 
@@ -87,11 +96,13 @@ extension Store {
     }
 
     public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
-        var w = JSONWriter(capacity: 1024)
-        try list(query) { (m) throws(MsgError) -> Bool in
-            w.bytes.removeAll(keepingCapacity: true)
-            m.write(to: &w, includeHistory: includeHistory)
-            return try w.bytes.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) }
+        var scratch: [UInt8] = []
+        try list(query) { (r) throws(MsgError) -> Bool in
+            if includeHistory { return try r.json.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) } }
+            scratch.removeAll(keepingCapacity: true)
+            scratch.append(contentsOf: r.json[..<r.historyOffset])
+            scratch.append(UInt8(ascii: "}"))
+            return try scratch.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) }
         }
     }
 }
@@ -184,10 +195,7 @@ public struct Query: Sendable, Equatable {
         if let to, m.to != to { return false }
         if let since, m.createdAt < since { return false }
         if let until, m.createdAt >= until { return false }
-        if let dueBy {
-            if let t = m.notBefore, t > dueBy { return false }
-            if let t = m.nextAttemptAt, t > dueBy { return false }
-        }
+        if let dueBy, let due = m.dueAt, due > dueBy { return false }
         if let leaseEndedBy, let lease = m.lease, lease.until >= leaseEndedBy { return false }
         if let updatedBy, m.updatedAt > updatedBy { return false }
         if let ids, !ids.contains(m.id) { return false }

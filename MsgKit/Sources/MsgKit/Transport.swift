@@ -11,10 +11,14 @@
 ///    (retryable), `rejected` (permanent: the message becomes `dead`).
 /// 5. **Honour the deadline** of each attempt; report `timeout` past it.
 /// 6. **Never crash on a record**: a hostile id or body is `rejected`.
+/// 7. **What a destination receives** is the record as ``Message/writeDelivered(to:)``
+///    writes it (no lease, no history, status `delivered`), or a part of it such as
+///    the body; never the sender's lease.
 public protocol Transport: AnyObject {
-    /// Delivers `messages` in order, each within `deadline`.
-    /// - Returns: one outcome per message, in the same order.
-    func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome]
+    /// Delivers `records` (as the store holds them, status `sending`) in order, each
+    /// within `deadline`.
+    /// - Returns: one outcome per record, in the same order.
+    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome]
 
     /// Whether `id` has been delivered, or nil when this transport cannot tell.
     /// `recover` uses it to mark an in-doubt message sent instead of sending it again.

@@ -34,7 +34,7 @@ public enum StoreConformance {
             let writer = try open(url)
             _ = try writer.add([Fixtures.message(1)])
             let reader = try openAccess(url, .read)
-            c.expectEqual(try reader.get(Fixtures.message(1).id), Fixtures.message(1), "read back through read access")
+            c.expectEqual(try reader.get(Fixtures.message(1).id)?.message, Fixtures.message(1), "read back through read access")
             c.expectEqual(reader.setAside(), [], "nothing set aside")
             do {
                 _ = try reader.add([Fixtures.message(2)])
@@ -53,7 +53,8 @@ public enum StoreConformance {
             m.from = "alice"
             let added = try store.add([m])
             c.expectEqual(added, [AddResult(message: m, inserted: true)], "add result")
-            c.expectEqual(try store.get(m.id), m, "stored record")
+            c.expectEqual(try store.get(m.id)?.message, m, "stored record")
+            c.expectEqual(try store.get(m.id)?.json, EncodedMessage(m).json, "stored text, byte for byte")
         }
 
         runner.scenario("adding an existing id is a no-op") { c in
@@ -65,7 +66,8 @@ public enum StoreConformance {
             let again = try store.add([changed, Fixtures.message(2)])
             c.expectEqual(again.map(\.inserted), [false, true], "inserted flags")
             c.expectEqual(again.first?.message, m, "result for the existing id")
-            c.expectEqual(try store.get(m.id), m, "stored record")
+            c.expectEqual(try store.get(m.id)?.message, m, "stored record")
+            c.expectEqual(try store.get(m.id)?.json, EncodedMessage(m).json, "stored text, byte for byte")
             c.expectEqual(try store.count(Query()), 2, "count")
         }
 
@@ -82,10 +84,10 @@ public enum StoreConformance {
                       Fixtures.message(1, createdOffset: 10), Fixtures.message(4, createdOffset: -5)]
             _ = try store.add(ms)
             var ids: [String] = []
-            try store.list(Query()) { m in ids.append(m.id); return true }
+            try store.list(Query()) { r in ids.append(r.message.id); return true }
             c.expectEqual(ids, [ms[3].id, ms[1].id, ms[2].id, ms[0].id], "order")
             var first: [String] = []
-            try store.list(Query()) { m in first.append(m.id); return false }
+            try store.list(Query()) { r in first.append(r.message.id); return false }
             c.expectEqual(first, [ms[3].id], "stopping after the first")
         }
 
@@ -100,7 +102,7 @@ public enum StoreConformance {
             _ = try store.add([a, b, d])
             func ids(_ q: Query) throws -> [String] {
                 var r: [String] = []
-                try store.list(q) { m in r.append(m.id); return true }
+                try store.list(q) { x in r.append(x.message.id); return true }
                 return r
             }
             let cases: [(Query, [String])] = [
@@ -126,10 +128,10 @@ public enum StoreConformance {
             var sending = m
             try sending.transition(to: .sending, event: "attempt", at: Fixtures.t0)
             c.expectEqual(try store.update([Change(sending, expected: .failed)]), [false], "wrong expected status")
-            c.expectEqual(try store.get(m.id)?.status, .queued, "status after refused change")
+            c.expectEqual(try store.get(m.id)?.message.status, .queued, "status after refused change")
             c.expectEqual(try store.update([Change(sending, expected: .queued), Change(Fixtures.message(9), expected: .queued)]),
                           [true, false], "applied flags")
-            c.expectEqual(try store.get(m.id), sending, "record after change")
+            c.expectEqual(try store.get(m.id)?.message, sending, "record after change")
             c.expectEqual(try store.update([Change(sending, expected: .queued)]), [false], "second identical change")
         }
 
@@ -155,7 +157,7 @@ public enum StoreConformance {
                 }
                 for r in claimed {
                     c.expectEqual(r, EncodedMessage(r.message), "the text returned is the record's canonical text")
-                    c.expectEqual(try s.get(r.message.id), r.message, "the record returned is the one stored")
+                    c.expectEqual(try s.get(r.message.id), r, "the record returned is the one stored, text and all")
                 }
                 return claimed.map(\.message)
             }
@@ -166,7 +168,7 @@ public enum StoreConformance {
             c.expectEqual(second.map(\.id), (4..<8).map { Fixtures.message($0).id }, "second claim, other handle")
             c.expectEqual(third.count, 2, "third claim size")
             c.expectEqual(try store.count(Query(statuses: [.sending])), 10, "all sending")
-            c.expect(try other.get(first[0].id)?.lease != nil, "lease stored")
+            c.expect(try other.get(first[0].id)?.message.lease != nil, "lease stored")
         }
 
         runner.scenario("an expired lease can be taken over, a live one cannot") { c in
@@ -195,7 +197,7 @@ public enum StoreConformance {
             } catch let e as MsgError {
                 c.expectEqual(e.code, .badInput, "error code")
             }
-            c.expectEqual(try store.get(Fixtures.message(1).id)?.body, Fixtures.message(1).body, "first record unchanged")
+            c.expectEqual(try store.get(Fixtures.message(1).id)?.message.body, Fixtures.message(1).body, "first record unchanged")
         }
 
         runner.scenario("changes are visible to a store opened later") { c in
@@ -207,7 +209,7 @@ public enum StoreConformance {
             _ = try store.remove([Removal(id: Fixtures.message(4).id)])
             let reopened = try open(url)
             c.expectEqual(try reopened.count(Query()), 49, "count after reopen")
-            c.expectEqual(try reopened.get(m.id), m, "changed record after reopen")
+            c.expectEqual(try reopened.get(m.id)?.message, m, "changed record after reopen")
             c.expectEqual(try reopened.get(Fixtures.message(4).id), nil, "removed record after reopen")
         }
 
@@ -216,14 +218,14 @@ public enum StoreConformance {
             _ = try store.add((0..<20).map { Fixtures.message($0) })
             for round in 0..<10 {
                 for i in 0..<20 {
-                    var m = try store.get(Fixtures.message(i).id) ?? Fixtures.message(i)
+                    var m = try store.get(Fixtures.message(i).id)?.message ?? Fixtures.message(i)
                     m.body = "round \(round)"
                     _ = try store.update([Change(m, expected: .queued)])
                 }
             }
             let reopened = try open(url)
             c.expectEqual(try reopened.count(Query()), 20, "count")
-            c.expectEqual(try reopened.get(Fixtures.message(5).id)?.body, "round 9", "last change kept")
+            c.expectEqual(try reopened.get(Fixtures.message(5).id)?.message.body, "round 9", "last change kept")
         }
 
         if !runner.failures.isEmpty { throw ConformanceFailures(failures: runner.failures) }

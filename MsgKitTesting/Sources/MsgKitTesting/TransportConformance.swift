@@ -44,7 +44,7 @@ public enum TransportConformance {
         runner.scenario("delivers in order, one outcome per message") { c in
             let t = try open()
             let ms = (0..<5).map { Fixtures.message($0) }
-            let outcomes = t.transport.deliver(ms, deadline: .seconds(3))
+            let outcomes = t.transport.deliver(ms.map { EncodedMessage($0) }, deadline: .seconds(3))
             c.expectEqual(outcomes.count, 5, "outcomes")
             for (i, o) in outcomes.enumerated() {
                 if case .failed(let e, _) = o { c.expect(false, "message \(i) failed: \(e.message)") }
@@ -56,8 +56,8 @@ public enum TransportConformance {
         runner.scenario("redelivering an id is not a second delivery") { c in
             let t = try open()
             let m = Fixtures.message(1)
-            _ = t.transport.deliver([m], deadline: .seconds(3))
-            let again = t.transport.deliver([m], deadline: .seconds(3))
+            _ = t.transport.deliver([EncodedMessage(m)], deadline: .seconds(3))
+            let again = t.transport.deliver([EncodedMessage(m)], deadline: .seconds(3))
             c.expectEqual(again, [.delivered(confirmed: false)], "outcome of the second delivery")
             c.expectEqual(try t.deliveries()[m.id], 1, "deliveries")
         }
@@ -65,7 +65,7 @@ public enum TransportConformance {
         runner.scenario("lookup tells delivered ids from others") { c in
             let t = try open()
             let m = Fixtures.message(1)
-            _ = t.transport.deliver([m], deadline: .seconds(3))
+            _ = t.transport.deliver([EncodedMessage(m)], deadline: .seconds(3))
             if let known = try t.transport.lookup(m.id) {
                 c.expect(known, "lookup of a delivered id said false")
                 c.expectEqual(try t.transport.lookup(Fixtures.message(2).id), false, "lookup of an unknown id")
@@ -77,12 +77,12 @@ public enum TransportConformance {
             // may send again; either way the destination has the message once.
             let t = try open()
             let ms = (10..<13).map { Fixtures.message($0) }
-            _ = t.transport.deliver(ms, deadline: .seconds(3))
+            _ = t.transport.deliver(ms.map { EncodedMessage($0) }, deadline: .seconds(3))
             let after = try t.reopen()
             for (m, answer) in zip(ms, try after.lookup(ms.map(\.id))) where answer != nil {
                 c.expect(answer == true, "lookup after the crash said \(m.id) was not delivered")
             }
-            c.expectEqual(after.deliver(ms, deadline: .seconds(3)), Array(repeating: .delivered(confirmed: false), count: 3), "resending after the crash")
+            c.expectEqual(after.deliver(ms.map { EncodedMessage($0) }, deadline: .seconds(3)), Array(repeating: .delivered(confirmed: false), count: 3), "resending after the crash")
             let seen = try t.deliveries()
             c.expectEqual(ms.map { seen[$0.id] ?? 0 }, [1, 1, 1], "deliveries per id")
         }
@@ -91,7 +91,7 @@ public enum TransportConformance {
             for code in classes {
                 runner.scenario("reports a \(code.name) failure as \(code.name)") { c in
                     guard let transport = try faults.failing(code) else { return }
-                    let outcome = transport.deliver([Fixtures.message(20)], deadline: MsgDuration(milliseconds: 500))
+                    let outcome = transport.deliver([EncodedMessage(Fixtures.message(20))], deadline: MsgDuration(milliseconds: 500))
                     guard case .failed(let error, let retryAfter)? = outcome.first, outcome.count == 1 else {
                         c.expect(false, "expected one \(code.name) failure, got \(outcome)")
                         return
@@ -104,7 +104,7 @@ public enum TransportConformance {
             runner.scenario("honours the deadline") { c in
                 let transport = try faults.slow(.seconds(10))
                 let start = Timestamp.now()
-                let outcome = transport.deliver([Fixtures.message(30)], deadline: MsgDuration(milliseconds: 200))
+                let outcome = transport.deliver([EncodedMessage(Fixtures.message(30))], deadline: MsgDuration(milliseconds: 200))
                 let took = Timestamp.now().milliseconds - start.milliseconds
                 guard case .failed(let error, _)? = outcome.first else {
                     c.expect(false, "a destination slower than the deadline: expected timeout, got \(outcome)")

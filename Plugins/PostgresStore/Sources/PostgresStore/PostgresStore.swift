@@ -43,8 +43,8 @@ public final class PostgresStore: Store {
         var existing: [String: Message] = [:]
         let missing = records.filter { !inserted.contains($0.message.id) }.map(\.message.id)
         if !missing.isEmpty {
-            try list(Query(ids: Set(missing))) { (m) throws(MsgError) -> Bool in
-                existing[m.id] = m
+            try list(Query(ids: Set(missing))) { (r) throws(MsgError) -> Bool in
+                existing[r.message.id] = r.message
                 return true
             }
         }
@@ -58,44 +58,37 @@ public final class PostgresStore: Store {
         }
     }
 
-    public func get(_ id: String) throws(MsgError) -> Message? {
-        let rows = try db.query("SELECT record FROM \(unescaped: table) WHERE id = \(id)", "reading message \(id)")
+    public func get(_ id: String) throws(MsgError) -> EncodedMessage? {
+        let rows = try db.query("SELECT \(unescaped: StoredRow.columns) FROM \(unescaped: table) WHERE id = \(id)", "reading message \(id)")
         guard let row = rows.first else { return nil }
-        return try Self.decode(row)
+        return try StoredRow(row).record()
     }
 
-    public func list(_ query: Query, _ body: (Message) throws(MsgError) -> Bool) throws(MsgError) {
-        try listJSON(query, includeHistory: true) { (json) throws(MsgError) -> Bool in
-            try body(try Self.decode(json))
-        }
+    /// Each record is decoded, also for ``listJSON(_:includeHistory:_:)`` (the default
+    /// one, on this): text edited by hand is then never printed broken, and the
+    /// round trip to the server costs more than the decoding.
+    public func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) {
+        try pages(query) { (row) throws(MsgError) -> Bool in try body(row.record()) }
     }
 
-    public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
-        // Pages in FIFO order, each starting after the last row of the one before,
-        // inside one read-only snapshot, so a long listing sees one state of the queue.
+    /// Calls `body` with each row matching `query` in FIFO order until it returns false:
+    /// pages, each starting after the last row of the one before, inside one read-only
+    /// snapshot, so a long listing sees one state of the queue.
+    private func pages(_ query: Query, _ body: (StoredRow) throws(MsgError) -> Bool) throws(MsgError) {
         try db.transaction("listing messages") { () throws(MsgError) in
             try db.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "listing messages")
             var left = query.limit ?? Int.max
             var filter = PostgresFilter(query)
-            var scratch: [UInt8] = []
             while left > 0 {
                 let want = min(left, Self.page)
-                let rows = try db.query(filter.select("record, history_at, created_at, id", from: table, limit: want), "listing messages")
+                let rows = try db.query(filter.select(StoredRow.columns, from: table, limit: want), "listing messages")
                 var last: (Int64, String)?
                 var n = 0
                 for row in rows {
                     n += 1
-                    let (record, cut, createdAt, id) = try Self.listingRow(row)
-                    last = (createdAt, id)
-                    let more = try record.withUnsafeReadableBytes { (raw) throws(MsgError) -> Bool in
-                        let bytes = raw.bindMemory(to: UInt8.self)
-                        if includeHistory { return try body(bytes) }
-                        scratch.removeAll(keepingCapacity: true)
-                        scratch.append(contentsOf: bytes[..<min(cut, bytes.count)])
-                        scratch.append(UInt8(ascii: "}"))
-                        return try scratch.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) }
-                    }
-                    if !more { return }
+                    let stored = try StoredRow(row)
+                    last = (stored.createdAt, stored.id)
+                    if try !body(stored) { return }
                 }
                 guard n == want, let last else { return }
                 left -= n
@@ -149,20 +142,32 @@ public final class PostgresStore: Store {
             var filter = PostgresFilter(query)
             var taken: [Message] = []
             var expected: [Status] = []
+            var damaged: [EncodedMessage] = []
+            var damagedExpected: [Status] = []
             // Rows another worker has locked are skipped, not waited for: that worker
             // is claiming them and will have moved them on when it commits. Rows the
             // transform leaves alone stay locked until the commit, so the next page
-            // starts after the last row read.
+            // starts after the last row read. A damaged record is stored as such (dead)
+            // in the same commit (Store, requirement 10).
             while taken.count < limit {
                 let want = min(max(limit - taken.count, 1), Self.page)
-                let rows = try db.query(filter.select("record, created_at, id", from: table, limit: want, suffix: " FOR UPDATE SKIP LOCKED"),
+                let rows = try db.query(filter.select(StoredRow.columns, from: table, limit: want, suffix: " FOR UPDATE SKIP LOCKED"),
                                         "claiming messages")
                 var n = 0
                 var last: (Int64, String)?
                 for row in rows {
                     n += 1
-                    let m = try Self.decode(row)
-                    last = (m.createdAt.milliseconds, m.id)
+                    let stored = try StoredRow(row)
+                    let m = stored.record().message
+                    last = (stored.createdAt, stored.id)
+                    if m.isDamaged && stored.status != Status.dead.rawValue {
+                        _ = try transform(m)
+                        if let status = Status(rawValue: stored.status) {
+                            damaged.append(EncodedMessage(m))
+                            damagedExpected.append(status)
+                        }
+                        continue
+                    }
                     if taken.count < limit, let changed = try transform(m) {
                         taken.append(changed)
                         expected.append(m.status)
@@ -170,6 +175,9 @@ public final class PostgresStore: Store {
                 }
                 guard n == want, let last else { break }
                 filter.after(createdAt: last.0, id: last.1)
+            }
+            if !damaged.isEmpty {
+                try db.query(RowColumns(damaged, expected: damagedExpected).update(table), "setting aside \(damaged.count) damaged records")
             }
             if taken.isEmpty { return [] }
             let encoded = taken.map { EncodedMessage($0) }
@@ -197,29 +205,7 @@ public final class PostgresStore: Store {
         do { return try row.decode(String.self) } catch { throw corrupt(what, error) }
     }
 
-    private static func listingRow(_ row: PostgresRow) throws(MsgError) -> (ByteBuffer, Int, Int64, String) {
-        var cells = row.makeIterator()
-        guard let record = cells.next()?.bytes, let cut = cells.next(), let created = cells.next(), let id = cells.next() else {
-            throw MsgError(.corrupt, "a stored record has a NULL column")
-        }
-        do {
-            return (record, Int(try cut.decode(Int32.self)), try created.decode(Int64.self), try id.decode(String.self))
-        } catch {
-            throw corrupt("a stored record", error)
-        }
-    }
-
-    private static func decode(_ row: PostgresRow) throws(MsgError) -> Message {
-        var cells = row.makeIterator()
-        guard let record = cells.next()?.bytes else { throw MsgError(.corrupt, "a stored record is NULL") }
-        return try record.withUnsafeReadableBytes { (raw) throws(MsgError) in try decode(raw.bindMemory(to: UInt8.self)) }
-    }
-
-    private static func decode(_ json: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Message {
-        try Message(storedJSON: json)
-    }
-
-    private static func corrupt(_ what: String, _ error: any Error) -> MsgError {
+    static func corrupt(_ what: String, _ error: any Error) -> MsgError {
         MsgError(.corrupt, "\(what) could not be read: \(String(reflecting: error))")
     }
 }

@@ -26,7 +26,7 @@ struct RowColumns {
             recipients.append(m.to)
             createdAt.append(m.createdAt.milliseconds)
             updatedAt.append(m.updatedAt.milliseconds)
-            dueAt.append([m.notBefore, m.nextAttemptAt].compactMap { $0?.milliseconds }.max() ?? -1)
+            dueAt.append(m.dueAt?.milliseconds ?? -1)
             leaseUntil.append(m.lease?.until.milliseconds ?? -1)
             records.append(String(decoding: r.json, as: UTF8.self))
             historyAt.append(Int32(clamping: r.historyOffset))

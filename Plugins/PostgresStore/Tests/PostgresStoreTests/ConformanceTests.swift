@@ -13,6 +13,6 @@ import Testing
         let a = try TestServer.open(url)
         _ = try a.add([Fixtures.message(1)])
         let b = try TestServer.open("postgresql" + url.dropFirst("postgres".count))
-        #expect(try b.get(Fixtures.message(1).id) == Fixtures.message(1))
+        #expect(try b.get(Fixtures.message(1).id)?.message == Fixtures.message(1))
     }
 }

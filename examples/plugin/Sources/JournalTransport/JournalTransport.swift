@@ -25,15 +25,13 @@ public final class JournalTransport: Transport {
         }
     }
 
-    public func deliver(_ messages: [Message], deadline: MsgDuration) -> [DeliveryOutcome] {
+    public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         var lines: [UInt8] = []
         var fresh: [String] = []
-        for m in messages where !delivered.contains(m.id) && !fresh.contains(m.id) {
+        for r in records where !delivered.contains(r.message.id) && !fresh.contains(r.message.id) {
             // What a destination receives: no lease, no history, status delivered.
-            var w = JSONWriter()
-            m.writeDelivered(to: &w)
-            lines += w.bytes + [0x0A]
-            fresh.append(m.id)
+            lines += r.deliveredJSON + [0x0A]
+            fresh.append(r.message.id)
         }
         do throws(MsgError) {
             if !lines.isEmpty {
@@ -44,10 +42,10 @@ public final class JournalTransport: Transport {
                 guard fsync(fd) == 0 else { throw MsgError(.unreachable, "cannot sync \(path): \(SystemCalls.describe(errno))") }
             }
         } catch {
-            return messages.map { _ in .failed(error, retryAfter: nil) }
+            return records.map { _ in .failed(error, retryAfter: nil) }
         }
         delivered.formUnion(fresh)
-        return messages.map { _ in .delivered(confirmed: false) }
+        return records.map { _ in .delivered(confirmed: false) }
     }
 
     public func lookup(_ id: String) throws(MsgError) -> Bool? { delivered.contains(id) }
