@@ -26,7 +26,7 @@ struct ComposeCommand: ParsableCommand {
 
     func validate() throws {
         try HeaderArguments.validate(headers)
-        if body == nil && Diagnostics.stdinIsTerminal {
+        if body == nil && Invocation.current.inputIsTerminal {
             throw ValidationError("give --to and --body, or pipe drafts such as {\"to\":\"bob\",\"body\":\"hi\"} on stdin")
         }
         if body != nil && to == nil { throw ValidationError("--body needs --to") }
@@ -40,6 +40,8 @@ struct ComposeCommand: ParsableCommand {
         let defaults = Drafts.Defaults(to: to, from: from, headers: HeaderArguments.pairs(headers),
                                        notBefore: try notBefore.map { (t) throws(MsgError) in try TimeArgument.parse(t, future: true) })
         let store = enqueue ? try session.store() : nil
-        try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError).run(to: to, body: body))
+        let invocation = Invocation.current
+        try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, input: invocation.input,
+                                reporter: invocation.reporter).run(to: to, body: body))
     }
 }

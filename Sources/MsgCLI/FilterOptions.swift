@@ -24,9 +24,10 @@ struct FilterOptions: ParsableArguments {
     /// - Throws: `badInput` when stdin cannot be read.
     func queryWithTargets() throws(MsgError) -> (Query, Int) {
         var q = try query()
-        guard !Diagnostics.stdinIsTerminal else { return (q, 0) }
-        var reader = NDJSONReader()
-        let targets = try TargetReader.read(&reader)
+        let invocation = Invocation.current
+        guard !invocation.inputIsTerminal else { return (q, 0) }
+        var reader = NDJSONReader(fd: invocation.input)
+        let targets = try TargetReader.read(&reader, reporter: invocation.reporter)
         if !targets.ids.isEmpty || targets.badLines > 0 { q.ids = Set(targets.ids) }
         return (q, targets.badLines)
     }

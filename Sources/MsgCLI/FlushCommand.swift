@@ -33,7 +33,7 @@ struct FlushCommand: ParsableCommand {
                               options: options, faults: try FaultPoints(), stop: stopping.request)
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }
-        summary.reportDamaged(in: session.settings.store)
+        summary.reportDamaged(in: session.settings.store, to: session.reporter)
         // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it
         // interrupts a plain flush, which then ends as the signal would have ended it.
         if let stopped = summary.stopped {

@@ -17,9 +17,12 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The config file (env MSG_CONFIG; default ~/.config/msg/config).", valueName: "file"))
     var config: String?
 
-    /// Resolves the settings and starts a session. - Throws: `config`.
+    /// Resolves the settings (flags, then this run's environment, then the config
+    /// file) and starts a session. - Throws: `config`.
     func session() throws(MsgError) -> Session {
-        Session(settings: try Settings.resolve(.init(store: store, transport: transport, pluginPath: pluginPath, config: config)))
+        let invocation = Invocation.current
+        let overrides = Settings.Overrides(store: store, transport: transport, pluginPath: pluginPath, config: config)
+        return Session(settings: try Settings.resolve(overrides, env: invocation.variable), reporter: invocation.reporter)
     }
 }
 

@@ -28,7 +28,8 @@ struct ListenCommand: ParsableCommand {
     func run() throws {
         let session = try global.session()
         let service = ListenService(url: url, into: into ?? "file:\(session.settings.home)/inbox",
-                                    maxLineBytes: try ListenService.parseSize(maxLine), deadline: try MsgDuration(parsing: deadline))
+                                    maxLineBytes: try ListenService.parseSize(maxLine), deadline: try MsgDuration(parsing: deadline),
+                                    reporter: session.reporter)
         try service.run(loader: session.loader)
     }
 }

@@ -7,7 +7,7 @@ func runChange(_ global: GlobalOptions, _ targets: TargetOptions,
                        _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
     let session = try global.session()
     let (ids, badLines) = try targets.resolve(required: true)
-    let outcome = try body(QueueOperations(store: try session.store()), ids ?? [])
+    let outcome = try body(QueueOperations(store: try session.store(), reporter: session.reporter), ids ?? [])
     let writer = NDJSONWriter()
     for m in outcome.changed { try writer.write(m, includeHistory: false) }
     try finish(badLines > 0 ? 65 : outcome.exitCode)

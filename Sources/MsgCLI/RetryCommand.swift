@@ -42,7 +42,7 @@ struct RetryCommand: ParsableCommand {
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
                                   options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
-        summary.reportDamaged(in: session.settings.store)
+        summary.reportDamaged(in: session.settings.store, to: session.reporter)
         if let stopped = summary.stopped {
             if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
             try finish(stopped.exitStatus)

@@ -23,10 +23,11 @@ struct ShellCommand: ParsableCommand {
     func run() throws {
         let settings = try global.session().settings
         // Every line runs with the shell's settings unless it names its own.
-        setenv("MSG_STORE", settings.store, 1)
-        setenv("MSG_TRANSPORT", settings.transport, 1)
-        if !settings.pluginPath.isEmpty { setenv("MSG_PLUGIN_PATH", settings.pluginPath.joined(separator: ":"), 1) }
-        let runner = ShellRunner()
+        var invocation = Invocation.current
+        invocation.environment["MSG_STORE"] = settings.store
+        invocation.environment["MSG_TRANSPORT"] = settings.transport
+        if !settings.pluginPath.isEmpty { invocation.environment["MSG_PLUGIN_PATH"] = settings.pluginPath.joined(separator: ":") }
+        let runner = ShellRunner(invocation: invocation)
         if isatty(0) == 1 {
             try finish(InteractiveShell(runner: runner, settings: settings).run())
         } else {

@@ -4,8 +4,12 @@
 import MsgEngine
 import MsgKit
 
-/// Runs shell lines in this process.
+/// Runs shell lines in this process, each as its own ``Invocation``: the shell's
+/// settings in place of the environment's.
 struct ShellRunner {
+    /// The invocation every line runs with.
+    var invocation: Invocation
+
     /// What a line asks for.
     enum Result: Equatable {
         case status(Int32)
@@ -35,30 +39,29 @@ struct ShellRunner {
             Diagnostics.say("already in the shell")
             return .status(64)
         default:
-            let status = MsgMain.run(arguments: words)
+            let status = Invocation.$current.withValue(invocation) { MsgMain.run(arguments: words) }
             fflush(nil)
             return .status(status)
         }
     }
 
-    /// Runs standard input as a script, each command with /dev/null as its own
-    /// input (a command must not read the script). Stops at the first failing line.
+    /// Runs standard input as a script, each command with an empty input of its own
+    /// (a command must not read the script). Stops at the first failing line.
     /// - Returns: that line's status, or 0.
     func runScript() throws(MsgError) -> Int32 {
-        let script = dup(0)
-        let null = open("/dev/null", O_RDONLY)
-        guard script >= 0, null >= 0 else { throw MsgError(.storeIO, "cannot set up standard input for the script") }
-        dup2(null, 0)
-        close(null)
-        defer { close(script) }
-        var reader = NDJSONReader(fd: script)
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard null >= 0 else { throw MsgError(.storeIO, "cannot open /dev/null for the script's commands") }
+        defer { close(null) }
+        var lineRunner = self
+        lineRunner.invocation.input = null
+        var reader = NDJSONReader(fd: 0)
         while let batch = try reader.nextBatch() {
             for line in batch {
                 guard let text = line.text else {
                     Diagnostics.say("script line \(line.number) is not valid UTF-8 or too long")
                     return 65
                 }
-                switch run(text) {
+                switch lineRunner.run(text) {
                 case .exit(let status): return status
                 case .status(0): continue
                 case .status(let status):

@@ -18,12 +18,13 @@ struct TargetOptions: ParsableArguments {
     /// `required`: stdin must name some (for commands that never act on all).
     func resolve(required: Bool = false) throws(MsgError) -> (ids: [String]?, badLines: Int) {
         if !ids.isEmpty { return (ids, 0) }
-        if Diagnostics.stdinIsTerminal {
+        let invocation = Invocation.current
+        if invocation.inputIsTerminal {
             if required { throw MsgError(.usage, "name the messages: give ids, or pipe records or ids on stdin") }
             return (nil, 0)
         }
-        var reader = NDJSONReader()
-        let targets = try TargetReader.read(&reader)
+        var reader = NDJSONReader(fd: invocation.input)
+        let targets = try TargetReader.read(&reader, reporter: invocation.reporter)
         if targets.ids.isEmpty && targets.badLines == 0 && !required { return (nil, 0) }
         return (targets.ids, targets.badLines)
     }

@@ -6,12 +6,21 @@ public struct Composer {
     private let drafts: Drafts
     private let store: (any Store)?
     private let onError: OnError
+    private let input: Int32
+    private let writer: NDJSONWriter
+    private let reporter: Reporter
 
-    /// A composer completing with `drafts`, storing into `store` when given.
-    public init(drafts: Drafts, store: (any Store)?, onError: OnError) {
+    /// A composer completing with `drafts`, storing into `store` when given, reading
+    /// from the descriptor `input`, writing records to `writer` and saying what is
+    /// wrong with a draft to `reporter`.
+    public init(drafts: Drafts, store: (any Store)?, onError: OnError, input: Int32 = 0, writer: NDJSONWriter = NDJSONWriter(),
+                reporter: Reporter = .standardError) {
         self.drafts = drafts
         self.store = store
         self.onError = onError
+        self.input = input
+        self.writer = writer
+        self.reporter = reporter
     }
 
     /// With `body`, makes one record (`-` reads the body from stdin); otherwise
@@ -19,9 +28,8 @@ public struct Composer {
     /// - Returns: the exit status (65 when a draft was bad).
     /// - Throws: `usage`, `storeIO`…
     public func run(to: String?, body: String?) throws(MsgError) -> Int32 {
-        let writer = NDJSONWriter()
         if let body, let to {
-            let text = body == "-" ? try Self.readBody() : body
+            let text = body == "-" ? try readBody() : body
             let r = try RecordPipeline.encode(try drafts.make(to: to, body: text)).get()
             if let store, let stored = try store.add([r]).first, !stored.inserted {
                 try writer.write(stored.message)
@@ -31,14 +39,15 @@ public struct Composer {
             return 0
         }
         let drafts = self.drafts
-        let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in try drafts.complete(JSONParser.parseInput(line)) }, store: store, writer: writer, onError: onError)
-        var reader = NDJSONReader()
+        let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in try drafts.complete(JSONParser.parseInput(line)) },
+                                      store: store, writer: writer, onError: onError, reporter: reporter)
+        var reader = NDJSONReader(fd: input)
         return try pipeline.run(&reader).exitCode
     }
 
-    /// Standard input as the body, without one trailing newline (as `$(…)` would).
-    static func readBody() throws(MsgError) -> String {
-        var bytes = try SystemCalls.readToEnd(0, code: .badInput, what: "standard input")
+    /// The input as the body, without one trailing newline (as `$(…)` would).
+    func readBody() throws(MsgError) -> String {
+        var bytes = try SystemCalls.readToEnd(input, code: .badInput, what: "standard input")
         if bytes.last == 0x0A { bytes.removeLast() }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw MsgError(.badInput, "the body on standard input is not valid UTF-8")

@@ -19,8 +19,6 @@ public enum Diagnostics {
 
     /// Whether standard error is a terminal (progress is shown only then).
     public static var stderrIsTerminal: Bool { isatty(2) == 1 }
-    /// Whether standard input is a terminal.
-    public static var stdinIsTerminal: Bool { isatty(0) == 1 }
     /// Whether standard output is a terminal.
     public static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 }

@@ -61,10 +61,10 @@ public final class Flusher {
         /// was deferred, else 0.
         public var exitCode: Int32 { dead > 0 || !damaged.isEmpty ? 1 : deferred > 0 ? 75 : 0 }
 
-        /// Says on stderr which damaged records of `store` were met, one line each.
-        public func reportDamaged(in store: String) {
+        /// Says which damaged records of `store` were met, one line each.
+        public func reportDamaged(in store: String, to reporter: Reporter) {
             for id in damaged {
-                Diagnostics.say("record \(id) in \(store) is damaged: it was set aside as dead with its text kept, and not sent (msg-record(5), DAMAGED RECORDS)")
+                reporter.say("record \(id) in \(store) is damaged: it was set aside as dead with its text kept, and not sent (msg-record(5), DAMAGED RECORDS)")
             }
         }
 

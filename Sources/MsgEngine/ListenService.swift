@@ -18,11 +18,16 @@ public struct ListenService {
     /// The deadline of each delivery into `into`.
     public var deadline: MsgDuration
 
-    public init(url: String, into: String, maxLineBytes: Int, deadline: MsgDuration) {
+    private let reporter: Reporter
+
+    /// A service listening on `url` and delivering into `into`; what it has to say
+    /// (including what the listener logs) goes to `reporter`.
+    public init(url: String, into: String, maxLineBytes: Int, deadline: MsgDuration, reporter: Reporter = .standardError) {
         self.url = url
         self.into = into
         self.maxLineBytes = maxLineBytes
         self.deadline = deadline
+        self.reporter = reporter
     }
 
     /// Serves until a signal. - Throws: `unavailable` (cannot bind, no plugin), `config`.
@@ -31,12 +36,12 @@ public struct ListenService {
         defer { signals.restore() }
 
         let sink = try loader.openTransport(into)
-        let context = ListenerContext(sink: sink, maxLineBytes: maxLineBytes, deadline: deadline, report: { Diagnostics.say($0) })
+        let context = ListenerContext(sink: sink, maxLineBytes: maxLineBytes, deadline: deadline, report: { [reporter] in reporter.say($0) })
         let listener = try loader.openListener(url, context: context)
         let bound = try listener.start()
-        Diagnostics.say("listening on \(bound), delivering into \(into)")
+        reporter.say("listening on \(bound), delivering into \(into)")
         let signal = StopRequest.Reason.signal(signals.wait())
-        Diagnostics.say("stopping (\(signal.name)): finishing the deliveries in flight")
+        reporter.say("stopping (\(signal.name)): finishing the deliveries in flight")
         listener.stop()
     }
 

@@ -8,10 +8,13 @@ import MsgKit
 public struct QueueOperations {
     private let store: any Store
     private let now: Timestamp
+    private let reporter: Reporter
 
-    public init(store: any Store, now: Timestamp = .now()) {
+    /// Operations on `store` at time `now`; problems with single ids go to `reporter`.
+    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter = .standardError) {
         self.store = store
         self.now = now
+        self.reporter = reporter
     }
 
     /// The outcome of a bulk change.
@@ -89,7 +92,7 @@ public struct QueueOperations {
             if ok {
                 outcome.changed.append(m)
             } else {
-                Diagnostics.say("\(m.id): it is being sent; run msg recover if its sender died")
+                reporter.say("\(m.id): it is being sent; run msg recover if its sender died")
                 outcome.problems += 1
             }
         }
@@ -142,7 +145,7 @@ public struct QueueOperations {
             if let r = try store.get(id) {
                 found.append(r.message)
             } else {
-                Diagnostics.say("\(id): no such message")
+                reporter.say("\(id): no such message")
                 outcome.problems += 1
             }
         }
@@ -165,7 +168,7 @@ public struct QueueOperations {
             }
         }
         for (id, error) in problems.sorted(by: { $0.key < $1.key }) {
-            Diagnostics.say("\(id): \(error.message)")
+            reporter.say("\(id): \(error.message)")
         }
         outcome.problems += problems.count
         outcome.changed = changed.map(\.message)

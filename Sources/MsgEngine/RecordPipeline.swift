@@ -23,13 +23,17 @@ public struct RecordPipeline {
     private let store: (any Store)?
     private let writer: NDJSONWriter
     private let onError: OnError
+    private let reporter: Reporter
 
-    /// A pipeline storing into `store` (nil: only echo, as plain `compose`).
-    public init(decode: @escaping Decode, store: (any Store)?, writer: NDJSONWriter = NDJSONWriter(), onError: OnError = .skip) {
+    /// A pipeline storing into `store` (nil: only echo, as plain `compose`), echoing
+    /// to `writer` and reporting bad lines to `reporter`.
+    public init(decode: @escaping Decode, store: (any Store)?, writer: NDJSONWriter = NDJSONWriter(), onError: OnError = .skip,
+                reporter: Reporter = .standardError) {
         self.decode = decode
         self.store = store
         self.writer = writer
         self.onError = onError
+        self.reporter = reporter
     }
 
     /// What a run did.
@@ -56,8 +60,8 @@ public struct RecordPipeline {
                     switch Self.parse(line, decode).flatMap(Self.encode) {
                     case .success(let r): all.append(r)
                     case .failure(let e):
-                        Diagnostics.badLine(line.number, e)
-                        Diagnostics.say("stopped at line \(line.number) (--on-error abort): nothing was stored")
+                        reporter.badLine(line.number, e)
+                        reporter.say("stopped at line \(line.number) (--on-error abort): nothing was stored")
                         summary.badLines += 1
                         return summary
                     }
@@ -98,7 +102,7 @@ public struct RecordPipeline {
         loop: while true {
             switch channel.receive() {
             case .batch(let batch, let bad):
-                for (number, error) in bad { Diagnostics.badLine(number, error) }
+                for (number, error) in bad { reporter.badLine(number, error) }
                 summary.badLines += bad.count
                 try commitAndEcho(batch, &summary)
                 progress?.update(summary.records)

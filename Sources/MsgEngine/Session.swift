@@ -13,9 +13,13 @@ public final class Session {
     /// word at the shell's prompt).
     public var reportsSetAside = true
 
-    /// A session on `settings`.
-    public init(settings: Settings) {
+    /// Where the session says what the user should know (a store set aside).
+    public let reporter: Reporter
+
+    /// A session on `settings`, saying what it must to `reporter`.
+    public init(settings: Settings, reporter: Reporter = .standardError) {
         self.settings = settings
+        self.reporter = reporter
         self.loader = PluginLoader(extraDirectories: settings.pluginPath)
     }
 
@@ -39,7 +43,7 @@ public final class Session {
         let s = try loader.openStore(settings.store, access: use == .read ? .read : .write)
         let aside = s.setAside()
         for file in aside where reportsSetAside {
-            Diagnostics.say("store \(settings.store) started afresh when it was found damaged: \(file) still holds the messages it had; recover them, then move that file away (msg-record(5), DAMAGED STORES)")
+            reporter.say("store \(settings.store) started afresh when it was found damaged: \(file) still holds the messages it had; recover them, then move that file away (msg-record(5), DAMAGED STORES)")
         }
         if use == .send && !aside.isEmpty {
             throw MsgError(.corrupt, "not sending or recovering while the damaged store file is beside the new store: its messages would be forgotten; move it away once they are recovered")

@@ -11,9 +11,9 @@ public struct TargetReader {
         public var badLines = 0
     }
 
-    /// Reads all of `reader`; bad lines are reported as `msg: line N: …`.
+    /// Reads all of `reader`; bad lines are reported to `reporter` as `line N: …`.
     /// - Throws: `badInput` when standard input cannot be read.
-    public static func read(_ reader: inout NDJSONReader) throws(MsgError) -> Targets {
+    public static func read(_ reader: inout NDJSONReader, reporter: Reporter = .standardError) throws(MsgError) -> Targets {
         var targets = Targets()
         var seen: Set<String> = []
         while let lines = try reader.nextBatch() {
@@ -22,7 +22,7 @@ public struct TargetReader {
                 case .success(let id):
                     if seen.insert(id).inserted { targets.ids.append(id) }
                 case .failure(let error):
-                    Diagnostics.badLine(line.number, error)
+                    reporter.badLine(line.number, error)
                     targets.badLines += 1
                 }
             }
