@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg compose`: makes new records from flags, or completes drafts read on stdin.
-struct ComposeCommand: ParsableCommand {
+struct ComposeCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "compose",
         abstract: "Make new message records (and store them with --enqueue).",
@@ -20,25 +20,22 @@ struct ComposeCommand: ParsableCommand {
     @Option(help: "The recipient.") var to: String?
     @Option(help: "The body text, or - to read it from stdin.") var body: String?
     @Option(help: "The sender.") var from: String?
-    @Option(name: .customLong("header"), help: ArgumentHelp("A header, repeatable.", valueName: "key=value")) var headers: [String] = []
-    @Option(name: .customLong("not-before"), help: "Not delivered before this time (RFC 3339, or a delay such as 10m).") var notBefore: String?
+    @Option(name: .customLong("header"), help: ArgumentHelp("A header, repeatable.", valueName: "key=value"), transform: ArgumentValue.header)
+    var headers: [Headers.Field] = []
+    @Option(name: .customLong("not-before"), help: "Not delivered before this time (RFC 3339, or a delay such as 10m).",
+            transform: ArgumentValue.futureTime)
+    var notBefore: Timestamp?
     @Flag(help: "Also store the records durably, then print them.") var enqueue = false
 
     func validate() throws {
-        try HeaderArguments.validate(headers)
         if body == nil && Invocation.current.inputIsTerminal {
             throw ValidationError("give --to and --body, or pipe drafts such as {\"to\":\"bob\",\"body\":\"hi\"} on stdin")
         }
         if body != nil && to == nil { throw ValidationError("--body needs --to") }
-        if let notBefore {
-            do { _ = try TimeArgument.parse(notBefore, future: true) } catch { throw ValidationError(error.message) }
-        }
     }
 
-    func run() throws {
-        let session = try global.session()
-        let defaults = Drafts.Defaults(to: to, from: from, headers: HeaderArguments.pairs(headers),
-                                       notBefore: try notBefore.map { (t) throws(MsgError) in try TimeArgument.parse(t, future: true) })
+    func run(_ session: Session) throws {
+        let defaults = Drafts.Defaults(to: to, from: from, headers: Headers(headers.map { ($0.key, $0.value) }), notBefore: notBefore)
         let store = enqueue ? try session.store() : nil
         let invocation = Invocation.current
         try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, input: invocation.input,

@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg export`: messages with their full history, for audit.
-struct ExportCommand: ParsableCommand {
+struct ExportCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Write messages (default: failed and dead) with full history as ndjson, json or csv.",
@@ -11,9 +11,12 @@ struct ExportCommand: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Option(help: ArgumentHelp("Statuses, comma-separated.", valueName: "list")) var status = "failed,dead"
-    @Option(help: "Only messages created since this time (RFC 3339 or an age such as 7d).") var since: String?
-    @Option(help: "Only messages created before this time.") var until: String?
+    @Option(help: ArgumentHelp("Statuses: comma-separated or repeated, or all (default: failed,dead).", valueName: "list"),
+            transform: ArgumentValue.statuses)
+    var status: [Set<Status>] = []
+    @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 7d).", transform: ArgumentValue.time)
+    var since: Timestamp?
+    @Option(help: "Only messages created before this time.", transform: ArgumentValue.time) var until: Timestamp?
     @Option(help: "ndjson, json or csv.") var format: OutputFormat = .ndjson
     @Option(help: "Write to this file (atomically) and FILE.sha256.") var out: String?
     @Option(help: "Leave a field out: body.") var redact: String?
@@ -21,21 +24,19 @@ struct ExportCommand: ParsableCommand {
     func validate() throws {
         if format == .table { throw ValidationError("--format must be ndjson, json or csv") }
         if let redact, redact != "body" { throw ValidationError("--redact takes 'body'") }
-        do { _ = try query() } catch { throw ValidationError(error.message) }
     }
 
-    func query() throws(MsgError) -> Query {
-        Query(statuses: try Status.parseList(status), since: try since.map { (s) throws(MsgError) in try TimeArgument.parse(s) },
-              until: try until.map { (s) throws(MsgError) in try TimeArgument.parse(s) })
+    func query() -> Query {
+        Query(statuses: status.union ?? [.failed, .dead], since: since, until: until)
     }
 
-    func run() throws {
+    func run(_ session: Session) throws {
         var options = Exporter.Options()
-        options.query = try query()
+        options.query = query()
         options.format = format
         options.out = out
         options.redactBody = redact == "body"
-        let n = try Exporter(store: try global.session().store(.read), options: options).run()
+        let n = try Exporter(store: try session.store(.read), options: options).run()
         if let out { Diagnostics.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
     }
 }

@@ -4,18 +4,19 @@ import MsgKit
 
 /// The filters of `queue ls` and `queue count`.
 struct FilterOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Only these statuses, comma-separated (queued,failed…).", valueName: "list"))
-    var status: String?
+    @Option(help: ArgumentHelp("Only these statuses: comma-separated or repeated (queued,failed…), or all.", valueName: "list"),
+            transform: ArgumentValue.statuses)
+    var status: [Set<Status>] = []
 
     @Option(help: "Only messages to this recipient.") var to: String?
 
-    @Option(help: "Only messages created since this time (RFC 3339, or an age such as 1h).") var since: String?
+    @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 1h).", transform: ArgumentValue.time)
+    var since: Timestamp?
 
     @Option(help: "At most this many messages.") var limit: Int?
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
-        do { _ = try query() } catch { throw ValidationError(error.message) }
     }
 
     /// The store query, restricted to the ids on stdin when it is not a terminal and
@@ -23,7 +24,7 @@ struct FilterOptions: ParsableArguments {
     /// - Returns: the query and the number of bad stdin lines.
     /// - Throws: `badInput` when stdin cannot be read.
     func queryWithTargets() throws(MsgError) -> (Query, Int) {
-        var q = try query()
+        var q = query()
         let invocation = Invocation.current
         guard !invocation.inputIsTerminal else { return (q, 0) }
         var reader = NDJSONReader(fd: invocation.input)
@@ -32,9 +33,8 @@ struct FilterOptions: ParsableArguments {
         return (q, targets.badLines)
     }
 
-    /// The store query. - Throws: `badInput` for an unknown status or a bad time.
-    func query() throws(MsgError) -> Query {
-        Query(statuses: try status.map { (s) throws(MsgError) in try Status.parseList(s) }, to: to,
-              since: try since.map { (s) throws(MsgError) in try TimeArgument.parse(s) }, limit: limit)
+    /// The store query.
+    func query() -> Query {
+        Query(statuses: status.union, to: to, since: since, limit: limit)
     }
 }

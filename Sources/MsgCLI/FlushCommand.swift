@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg flush`: sends due queued messages in FIFO order.
-struct FlushCommand: ParsableCommand {
+struct FlushCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "flush",
         abstract: "Send due queued messages in FIFO order; print each updated record.",
@@ -20,16 +20,15 @@ struct FlushCommand: ParsableCommand {
     @Option(help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
 
-    func run() throws {
+    func run(_ session: Session) throws {
         // Before the transport starts any thread: they must inherit the blocked signals.
         let stopping = Stopping()
         defer { stopping.end() }
-        let session = try global.session()
         let (ids, badLines) = try targets.resolve()
-        var options = try policy.options(statuses: [.queued])
+        var options = policy.options(statuses: [.queued])
         options.targets = ids
         options.limit = limit
-        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
+        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), stop: stopping.request)
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }

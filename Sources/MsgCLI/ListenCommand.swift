@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg listen URL --into URL`: the receiving side of `tcp://`.
-struct ListenCommand: ParsableCommand {
+struct ListenCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "listen",
         abstract: "Receive records over the network and deliver each durably into a local transport before acking it.",
@@ -17,18 +17,14 @@ struct ListenCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Where to listen: tcp://HOST:PORT, with ?token=SECRET to require a token.") var url: String
     @Option(help: "The local transport records go into (default: file:$MSG_HOME/inbox).") var into: String?
-    @Option(name: .customLong("max-line"), help: "The longest record accepted, in bytes or with KiB/MiB (default 1040KiB: the largest record msg sends).") var maxLine = "1040KiB"
-    @Option(help: "The deadline of each delivery into the inbox.") var deadline = "3s"
+    @Option(name: .customLong("max-line"), help: "The longest record accepted, in bytes or with KiB/MiB (default 1040KiB: the largest record msg sends).",
+            transform: ArgumentValue.size)
+    var maxLine = 1040 * 1024
+    @Option(help: "The deadline of each delivery into the inbox (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
 
-    func validate() throws {
-        do { _ = try ListenService.parseSize(maxLine) } catch { throw ValidationError("--max-line: \(error.message)") }
-        do { _ = try MsgDuration(parsing: deadline) } catch { throw ValidationError("--deadline: \(error.message)") }
-    }
-
-    func run() throws {
-        let session = try global.session()
+    func run(_ session: Session) throws {
         let service = ListenService(url: url, into: into ?? "file:\(session.settings.home)/inbox",
-                                    maxLineBytes: try ListenService.parseSize(maxLine), deadline: try MsgDuration(parsing: deadline),
+                                    maxLineBytes: maxLine, deadline: deadline,
                                     reporter: session.reporter)
         try service.run(loader: session.loader)
     }

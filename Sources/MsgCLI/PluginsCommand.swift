@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg plugins`: lists the plugins found on the search path.
-struct PluginsCommand: ParsableCommand {
+struct PluginsCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins",
         abstract: "List plugins found: name, kind, schemes, version, path.",
@@ -13,8 +13,7 @@ struct PluginsCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "ndjson or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
 
-    func run() throws {
-        let session = try global.session()
+    func run(_ session: Session) throws {
         let (entries, problems) = session.loader.loadAll()
         try PluginReport(entries: entries).write(format: format ?? .automatic)
         for p in problems { Diagnostics.say(p.message) }

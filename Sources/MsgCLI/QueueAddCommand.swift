@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg queue add`: stores records from stdin durably, then echoes each.
-struct QueueAddCommand: ParsableCommand {
+struct QueueAddCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
         abstract: "Store records read on stdin durably, then print each.",
@@ -13,8 +13,8 @@ struct QueueAddCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var input: InputOptions
 
-    func run() throws {
-        let store = try global.session().store()
+    func run(_ session: Session) throws {
+        let store = try session.store()
         let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in
             try line.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
         }, store: store, onError: input.onError, reporter: Invocation.current.reporter)

@@ -3,49 +3,49 @@ import MsgEngine
 import MsgKit
 
 /// `msg queue show`: one message with its history.
-struct QueueShowCommand: ParsableCommand {
+struct QueueShowCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "Print one message with its history.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The message id.") var id: String
 
-    func run() throws {
-        let m = try QueueOperations(store: try global.session().store(.read)).show(id)
+    func run(_ session: Session) throws {
+        let m = try QueueOperations(store: try session.store(.read), reporter: session.reporter).show(id)
         try NDJSONWriter().write(m)
     }
 }
 
 /// `msg queue edit`: changes what a message says or where it goes, before it is sent.
-struct QueueEditCommand: ParsableCommand {
+struct QueueEditCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "edit", abstract: "Change to, body or headers of queued, held or failed messages.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
     @Option(help: "The new recipient.") var to: String?
     @Option(help: "The new body.") var body: String?
-    @Option(name: .customLong("header"), help: ArgumentHelp("Set a header, repeatable.", valueName: "key=value")) var headers: [String] = []
+    @Option(name: .customLong("header"), help: ArgumentHelp("Set a header, repeatable.", valueName: "key=value"), transform: ArgumentValue.header)
+    var headers: [Headers.Field] = []
     @Option(name: .customLong("remove-header"), help: "Remove a header, repeatable.") var removeHeaders: [String] = []
 
     func validate() throws {
         if to == nil && body == nil && headers.isEmpty && removeHeaders.isEmpty { throw ValidationError("nothing to change: give --to, --body, --header or --remove-header") }
         if to == "" { throw ValidationError("--to must not be empty") }
-        try HeaderArguments.validate(headers)
     }
 
-    func run() throws {
-        let pairs = HeaderArguments.pairs(headers)
-        try runChange(global, targets) { (q, ids) throws(MsgError) in
+    func run(_ session: Session) throws {
+        let pairs = Headers(headers.map { ($0.key, $0.value) })
+        try runChange(session, targets) { (q, ids) throws(MsgError) in
             try q.edit(ids, to: to, body: body, headers: pairs, removeHeaders: removeHeaders)
         }
     }
 }
 
 /// `msg queue stats`: counts per status and age, as Postfix's qshape.
-struct QueueStatsCommand: ParsableCommand {
+struct QueueStatsCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count messages per status and age bucket.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "table or ndjson (default: table on a terminal, else ndjson).") var format: OutputFormat?
 
-    func run() throws {
-        let rows = try QueueOperations(store: try global.session().store(.read)).stats()
+    func run(_ session: Session) throws {
+        let rows = try QueueOperations(store: try session.store(.read), reporter: session.reporter).stats()
         let names = QueueOperations.ageBuckets.map { "<\($0.name)" } + ["older"]
         let out = ByteOutput()
         if (format ?? .automatic) == .table {
@@ -66,21 +66,16 @@ struct QueueStatsCommand: ParsableCommand {
 }
 
 /// `msg queue purge`: removes old finished messages.
-struct QueuePurgeCommand: ParsableCommand {
+struct QueuePurgeCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "purge", abstract: "Remove sent, delivered, read or dead messages not updated for a while.")
     @OptionGroup var global: GlobalOptions
-    @Option(help: ArgumentHelp("Statuses to purge, comma-separated.", valueName: "list")) var status: String
-    @Option(name: .customLong("older-than"), help: "Only messages not updated for this long (e.g. 30d).") var olderThan: String
+    @Option(help: ArgumentHelp("Statuses to purge: comma-separated or repeated.", valueName: "list"), transform: ArgumentValue.statuses)
+    var status: [Set<Status>]
+    @Option(name: .customLong("older-than"), help: "Only messages not updated for this long (e.g. 30d).", transform: ArgumentValue.duration)
+    var olderThan: MsgDuration
 
-    func validate() throws {
-        do {
-            _ = try Status.parseList(status)
-            _ = try MsgDuration(parsing: olderThan)
-        } catch { throw ValidationError(error.message) }
-    }
-
-    func run() throws {
-        let n = try QueueOperations(store: try global.session().store()).purge(statuses: try Status.parseList(status), olderThan: try MsgDuration(parsing: olderThan))
+    func run(_ session: Session) throws {
+        let n = try QueueOperations(store: try session.store(), reporter: session.reporter).purge(statuses: status.union ?? [], olderThan: olderThan)
         if n > 0 { Diagnostics.say("purged \(n) message\(n == 1 ? "" : "s")") }
     }
 }

@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg queue ls`: lists stored messages in FIFO order.
-struct QueueListCommand: ParsableCommand {
+struct QueueListCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
         abstract: "List stored messages in FIFO order (created_at, then id).",
@@ -19,8 +19,8 @@ struct QueueListCommand: ParsableCommand {
     @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
     @Flag(help: "Include each record's history.") var history = false
 
-    func run() throws {
-        let store = try global.session().store(.read)
+    func run(_ session: Session) throws {
+        let store = try session.store(.read)
         let (query, badLines) = try filters.queryWithTargets()
         let formatter = RecordFormatter(format: format ?? .automatic, includeHistory: history)
         try Listing(query: query).write(from: store, formatter: formatter, includeHistory: history)
@@ -29,7 +29,7 @@ struct QueueListCommand: ParsableCommand {
 }
 
 /// `msg queue count`: the number of messages `ls` would list.
-struct QueueCountCommand: ParsableCommand {
+struct QueueCountCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "count",
         abstract: "Print the number of stored messages matching the filters."
@@ -38,8 +38,8 @@ struct QueueCountCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var filters: FilterOptions
 
-    func run() throws {
-        let store = try global.session().store(.read)
+    func run(_ session: Session) throws {
+        let store = try session.store(.read)
         let (query, badLines) = try filters.queryWithTargets()
         let n = try Listing(query: query).count(in: store)
         let out = ByteOutput()

@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg recover`: resolves messages a crash left in `sending`. For cron.
-struct RecoverCommand: ParsableCommand {
+struct RecoverCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "recover",
         abstract: "Resolve messages left sending by a crash: sent if the transport has them, else queued again.",
@@ -11,17 +11,13 @@ struct RecoverCommand: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Option(name: .customLong("stale-after"), help: "Only messages sending for longer than this.") var staleAfter = "5s"
+    @Option(name: .customLong("stale-after"), help: "Only messages sending for longer than this (default: 5s).", transform: ArgumentValue.duration)
+    var staleAfter = MsgDuration.seconds(5)
     @Flag(name: .customLong("dry-run"), help: "Say what would be done; change nothing.") var dryRun = false
 
-    func validate() throws {
-        do { _ = try MsgDuration(parsing: staleAfter) } catch { throw ValidationError("--stale-after: \(error.message)") }
-    }
-
-    func run() throws {
-        let session = try global.session()
+    func run(_ session: Session) throws {
         let writer = NDJSONWriter()
-        let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: try MsgDuration(parsing: staleAfter))
+        let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: staleAfter)
         writer.flushEveryLine = false
         let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
         try writer.finish()

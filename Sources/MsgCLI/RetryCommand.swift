@@ -3,7 +3,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg retry`: re-sends due failed messages, or redrives dead ones.
-struct RetryCommand: ParsableCommand {
+struct RetryCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Re-send failed messages that are due (--now: all); --dead returns dead ones to the queue."
@@ -16,10 +16,9 @@ struct RetryCommand: ParsableCommand {
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
     @Option(help: "Retry at most this many messages.") var limit: Int?
 
-    func run() throws {
+    func run(_ session: Session) throws {
         let stopping = Stopping()
         defer { stopping.end() }
-        let session = try global.session()
         let (ids, badLines) = try targets.resolve()
         if dead {
             let writer = NDJSONWriter()
@@ -35,11 +34,11 @@ struct RetryCommand: ParsableCommand {
             try finish(badLines > 0 || !damaged.isEmpty ? 65 : 0)
             return
         }
-        var options = try policy.options(statuses: [.failed])
+        var options = policy.options(statuses: [.failed])
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
-        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: try policy.policy(),
+        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
         if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
         summary.reportDamaged(in: session.settings.store, to: session.reporter)

@@ -6,7 +6,7 @@ import MsgEngine
 import MsgKit
 
 /// `msg shell`: the same commands, typed at a prompt (GNU readline) or read from a script.
-struct ShellCommand: ParsableCommand {
+struct ShellCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "shell",
         abstract: "Run msg commands interactively, with history and tab completion; or a script of them from stdin.",
@@ -20,8 +20,8 @@ struct ShellCommand: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    func run() throws {
-        let settings = try global.session().settings
+    func run(_ session: Session) throws {
+        let settings = session.settings
         // Every line runs with the shell's settings unless it names its own.
         var invocation = Invocation.current
         invocation.environment["MSG_STORE"] = settings.store

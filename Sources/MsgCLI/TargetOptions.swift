@@ -33,34 +33,33 @@ struct TargetOptions: ParsableArguments {
 /// The retry policy and deadline of `flush` and `retry` (docs/DESIGN.md 6).
 struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead.") var maxAttempts = 3
-    @Option(name: .customLong("backoff-base"), help: "The delay after the first failure.") var backoffBase = "1s"
-    @Option(name: .customLong("backoff-cap"), help: "The longest delay.") var backoffCap = "30s"
+    @Option(name: .customLong("backoff-base"), help: "The delay after the first failure (default: 1s).", transform: ArgumentValue.duration)
+    var backoffBase = MsgDuration.seconds(1)
+    @Option(name: .customLong("backoff-cap"), help: "The longest delay (default: 30s).", transform: ArgumentValue.duration)
+    var backoffCap = MsgDuration.seconds(30)
     @Option(help: "Extra random delay, as a fraction of the delay (0.1 = up to 10%).") var jitter = 0.1
-    @Option(help: "The deadline of each attempt.") var deadline = "3s"
+    @Option(help: "The deadline of each attempt (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
     @Option(help: "Messages per batch: one claim commit, one outcome commit; handed to the transport in calls of about 250 ms.") var batch = 1024
 
     func validate() throws {
         if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
-        for (flag, value) in [("--backoff-base", backoffBase), ("--backoff-cap", backoffCap), ("--deadline", deadline)] {
-            do { _ = try MsgDuration(parsing: value) } catch { throw ValidationError("\(flag): \(error.message)") }
-        }
     }
 
-    func policy() throws(MsgError) -> RetryPolicy {
+    func policy() -> RetryPolicy {
         var p = RetryPolicy()
         p.maxAttempts = maxAttempts
-        p.base = try MsgDuration(parsing: backoffBase)
-        p.cap = try MsgDuration(parsing: backoffCap)
+        p.base = backoffBase
+        p.cap = backoffCap
         p.jitter = jitter
         return p
     }
 
-    func options(statuses: Set<Status>) throws(MsgError) -> Flusher.Options {
+    func options(statuses: Set<Status>) -> Flusher.Options {
         var o = Flusher.Options()
         o.statuses = statuses
-        o.deadline = try MsgDuration(parsing: deadline)
+        o.deadline = deadline
         o.batchSize = batch
         return o
     }

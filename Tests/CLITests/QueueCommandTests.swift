@@ -77,6 +77,28 @@ import Testing
         }
     }
 
+    /// Filters are typed values, parsed once: statuses repeated or comma-separated or
+    /// `all`, times as RFC 3339, a date or an age in any unit.
+    @Test func filtersTakeRepeatsDatesAndAges() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to a --body 1 --enqueue > /dev/null
+            id=$(msg compose --to b --body 2 --enqueue | cut -c8-43)
+            msg compose --to c --body 3 --enqueue > /dev/null
+            msg queue hold $id > /dev/null
+            msg queue count --status queued --status held
+            msg queue count --status queued,held --status dead
+            msg queue count --status held
+            msg queue count --status all
+            msg queue count --since 2000-01-01
+            msg queue count --since 2999-01-01
+            msg queue count --since 1w
+            msg queue count --since 3x; echo "bad $?"
+            """)
+        #expect(r.lines == ["3", "3", "1", "3", "3", "0", "3", "bad 64"], "\(r.out)\(r.err)")
+        #expect(r.err.contains("invalid time '3x'"), "\(r.err)")
+    }
+
     @Test func statsAndPurge() throws {
         let s = try Sandbox()
         _ = try s.sh("for i in 1 2 3; do msg compose --to a --body $i --enqueue; done; msg flush --limit 2 >/dev/null")

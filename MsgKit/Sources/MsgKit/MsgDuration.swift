@@ -13,14 +13,14 @@ public struct MsgDuration: Sendable, Hashable, Comparable, CustomStringConvertib
     public static func < (a: MsgDuration, b: MsgDuration) -> Bool { a.milliseconds < b.milliseconds }
 
     private static let units: [(suffix: String, ms: Int64)] = [
-        ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000),
+        ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000),
     ]
 
     /// Parses a duration. - Throws: `MsgError.badInput` with a sentence saying what is accepted.
     public init(parsing text: String) throws(MsgError) {
         let bytes = Array(text.utf8)
         func invalid(_ why: String) -> MsgError {
-            MsgError(.badInput, "invalid duration '\(text)': \(why); write a number and a unit (ms, s, m, h, d), e.g. 250ms, 5s, 2m, 1h, 7d")
+            MsgError(.badInput, "invalid duration '\(text)': \(why); write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w")
         }
         guard !bytes.isEmpty else { throw invalid("it is empty") }
         var total: Int64 = 0

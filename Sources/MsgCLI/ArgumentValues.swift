@@ -1,0 +1,52 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+
+/// The typed values of the command line: each parsed once, by argument-parser
+/// (`@Option(transform:)`), into the type the engine takes, with msg's own words
+/// for what is wrong. A command never keeps such a value as text.
+enum ArgumentValue {
+    /// A duration: `500ms`, `30s`, `5m`, `2h`, `7d`.
+    static func duration(_ text: String) throws -> MsgDuration {
+        try checked { () throws(MsgError) in try MsgDuration(parsing: text) }
+    }
+
+    /// A time: RFC 3339, a date (`2026-11-23`), or an age before now (`1h`).
+    static func time(_ text: String) throws -> Timestamp {
+        try checked { () throws(MsgError) in try TimeArgument.parse(text) }
+    }
+
+    /// A time: RFC 3339, or a delay after now (`10m`).
+    static func futureTime(_ text: String) throws -> Timestamp {
+        try checked { () throws(MsgError) in try TimeArgument.parse(text, future: true) }
+    }
+
+    /// Statuses, comma-separated; `all` for every one. Repeated options add up.
+    static func statuses(_ text: String) throws -> Set<Status> {
+        if text.trimmingSpaces() == "all" { return Set(Status.allCases) }
+        return try checked { () throws(MsgError) in try Status.parseList(text) }
+    }
+
+    /// A size in bytes, or with KiB/MiB.
+    static func size(_ text: String) throws -> Int {
+        try checked { () throws(MsgError) in try ListenService.parseSize(text) }
+    }
+
+    /// A header, `key=value` (the value may be empty, the key may not).
+    static func header(_ text: String) throws -> Headers.Field {
+        guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
+            throw ValidationError("a header is key=value, not '\(text)'")
+        }
+        return Headers.Field(key: String(text[..<eq]), value: String(text[text.index(after: eq)...]))
+    }
+
+    /// `body` as argument-parser reports a bad value: its message, as one line.
+    private static func checked<T>(_ body: () throws(MsgError) -> T) throws -> T {
+        do { return try body() } catch { throw ValidationError(error.message) }
+    }
+}
+
+extension Array where Element == Set<Status> {
+    /// Repeated status options as one set; nil (every status) when none was given.
+    var union: Set<Status>? { isEmpty ? nil : reduce(into: Set<Status>()) { $0.formUnion($1) } }
+}
