@@ -55,11 +55,7 @@ struct Row {
         var historyOffset: Int
 
         func record() -> EncodedMessage {
-            do throws(MsgError) {
-                return try EncodedMessage(stored: text, historyOffset: historyOffset)
-            } catch {
-                return .damaged(id: id, to: to, createdAt: Timestamp(milliseconds: createdAt), text: text, error: error, now: .now())
-            }
+            .stored(text: text, historyOffset: historyOffset, id: id, to: to, createdAt: Timestamp(milliseconds: createdAt))
         }
     }
 }

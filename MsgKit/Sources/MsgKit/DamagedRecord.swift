@@ -26,6 +26,18 @@ extension EncodedMessage {
         return EncodedMessage(m)
     }
 
+    /// A record as a store gives it (``Store``, requirement 10): read from its stored
+    /// text, or, when that does not read, its stand-in, made from what the store knows
+    /// of it apart from the text.
+    public static func stored(text: [UInt8], historyOffset: Int?, id: String, to: String?, createdAt: Timestamp,
+                              now: Timestamp = .now()) -> EncodedMessage {
+        do throws(MsgError) {
+            return try EncodedMessage(stored: text, historyOffset: historyOffset)
+        } catch {
+            return .damaged(id: id, to: to, createdAt: createdAt, text: text, error: error, now: now)
+        }
+    }
+
     private static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

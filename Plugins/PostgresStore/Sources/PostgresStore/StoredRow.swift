@@ -33,10 +33,6 @@ struct StoredRow {
 
     /// The record, or the damaged record in place of text that does not read.
     func record() -> EncodedMessage {
-        do throws(MsgError) {
-            return try EncodedMessage(stored: text, historyOffset: historyOffset)
-        } catch {
-            return .damaged(id: id, to: to, createdAt: Timestamp(milliseconds: createdAt), text: text, error: error, now: .now())
-        }
+        .stored(text: text, historyOffset: historyOffset, id: id, to: to, createdAt: Timestamp(milliseconds: createdAt))
     }
 }
