@@ -20,8 +20,18 @@ import MsgKit
 ///   (temporary file, fsync, rename, fsync of the directory).
 /// - Writers hold an exclusive `flock` on `PATH.lock`, readers a shared one. The
 ///   lock is on a separate file because compaction replaces the data file's inode.
+/// - It holds the whole queue in memory and reads the file again after another
+///   process wrote: it is for small queues. It keeps at most ``defaultMaxRecords``
+///   records (`?max_records=N` changes that, up to ``maxRecordsLimit``) and refuses
+///   to store more, saying to move to `sqlite:`; it still reads a larger file.
 public final class JSONFileStore: Store {
+    /// The most records a JSON store keeps unless told otherwise.
+    public static let defaultMaxRecords = 100_000
+    /// The most `max_records` may say.
+    public static let maxRecordsLimit = 1_000_000
+
     let path: String
+    private let maxRecords: Int
     private let access: StoreAccess
     private let lockFD: Int32
     private var dataFD: Int32 = -1
@@ -35,6 +45,14 @@ public final class JSONFileStore: Store {
     public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the json: store needs a path, e.g. json:/var/lib/msg/queue.json") }
         path = url.path
+        var maxRecords = Self.defaultMaxRecords
+        for (name, value) in url.parameters {
+            guard name == "max_records", let n = Int(value), (1...Self.maxRecordsLimit).contains(n) else {
+                throw MsgError(.config, "'\(url.text)': the json: store takes one parameter, max_records, a number from 1 to \(Self.maxRecordsLimit)")
+            }
+            maxRecords = n
+        }
+        self.maxRecords = maxRecords
         self.access = access
         if access == .write {
             try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
@@ -59,8 +77,13 @@ public final class JSONFileStore: Store {
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
         return try write { (tx) throws(MsgError) -> [AddResult] in
-            records.map { r in
+            var count = tx.baseCount
+            return try records.map { (r) throws(MsgError) -> AddResult in
                 if let existing = tx.get(r.message.id) { return AddResult(message: existing, inserted: false) }
+                guard count < maxRecords else {
+                    throw MsgError(.storeIO, "the json: store \(path) keeps at most \(maxRecords) records and holds \(tx.baseCount); nothing of this batch was stored. Move the queue to sqlite: (msg queue ls --history --store json:\(path) | msg queue add --store sqlite:PATH), or remove finished messages (msg queue purge)")
+                }
+                count += 1
                 tx.set(r)
                 return AddResult(message: r.message, inserted: true)
             }

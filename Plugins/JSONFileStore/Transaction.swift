@@ -12,6 +12,9 @@ struct Transaction {
 
     init(base: [String: Message]) { self.base = base }
 
+    /// How many records there were before this transaction.
+    var baseCount: Int { base.count }
+
     /// The record with `id` as this transaction sees it.
     func get(_ id: String) -> Message? {
         if let changed = overlay[id] { return changed }

@@ -15,6 +15,9 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private let token: String?
     private let maxLineBytes: Int
     private let maxPending = 1024
+    private let peer: String
+    private let refusals: Refusals
+    private let helloDeadline: TimeAmount?
 
     private var authenticated: Bool
     private var lineNumber = 0
@@ -27,11 +30,27 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private var readHeld = false
     private var flushScheduled = false
 
-    init(deliverer: SinkDeliverer, token: String?, maxLineBytes: Int) {
+    init(deliverer: SinkDeliverer, token: String?, maxLineBytes: Int, peer: String, refusals: Refusals, helloDeadline: TimeAmount?) {
         self.deliverer = deliverer
         self.token = token
         self.maxLineBytes = maxLineBytes
+        self.peer = peer
+        self.refusals = refusals
+        self.helloDeadline = helloDeadline
         authenticated = token == nil
+    }
+
+    /// With a token, a connection that has not said hello in time is closed, so idle
+    /// connections cannot use up the listener's descriptors.
+    func channelActive(context: ChannelHandlerContext) {
+        if let helloDeadline {
+            context.eventLoop.assumeIsolated().scheduleTask(in: helloDeadline) {
+                guard !self.authenticated, !self.inputDone else { return }
+                self.refusals.say("closed a connection from \(self.peer): no hello within \(helloDeadline.nanoseconds / 1_000_000_000)s")
+                context.close(promise: nil)
+            }
+        }
+        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -58,6 +77,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
         switch value["op"]?.stringValue {
         case "hello"?:
             if let token, !Wire.sameSecret(value["token"]?.stringValue ?? "", token) {
+                refusals.say("refused a connection from \(peer): \(value["token"] == nil ? "no" : "a wrong") token")
                 closeAfterAnswers = true
                 inputDone = true
                 answer(slot, Wire.helloRefused(MsgError(.rejected, "wrong or missing token")), context)
@@ -67,6 +87,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
             }
             return
         case _ where !authenticated:
+            refusals.say("refused a connection from \(peer): it sent a record before its hello and token")
             closeAfterAnswers = true
             inputDone = true
             answer(slot, Wire.refused(id: id, MsgError(.rejected, "this receiver needs a token: send {\"op\":\"hello\",\"token\":…} first")), context)

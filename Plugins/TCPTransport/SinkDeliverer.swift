@@ -18,7 +18,15 @@ final class SinkDeliverer: Sendable {
     private struct State {
         var jobs: [Job] = []
         var draining = false
+        var counts = Counts()
+    }
+
+    /// What the sink did with the records it was given.
+    struct Counts: Sendable, Equatable {
+        /// Records delivered by this listener.
         var delivered = 0
+        /// Records the sink had already (sent again): acknowledged, not delivered twice.
+        var again = 0
     }
 
     private let state = Mutex(State())
@@ -44,8 +52,8 @@ final class SinkDeliverer: Sendable {
         if start { pool.submit { _ in self.drain() } }
     }
 
-    /// How many records the sink has delivered (or already had).
-    var deliveredCount: Int { state.withLock { $0.delivered } }
+    /// What the sink has done so far.
+    var counts: Counts { state.withLock { $0.counts } }
 
     /// Waits for the jobs queued so far and stops the delivery thread.
     func shutdown() {
@@ -92,9 +100,19 @@ final class SinkDeliverer: Sendable {
             slot[m.id] = unique.count
             unique.append(m)
         }
+        // Asked before, so a record sent again is not counted as delivered again (a
+        // sink that cannot tell counts every one).
+        let had = unique.map { (try? sink.transport.lookup($0.id)) ?? nil }
         let outcomes = sink.transport.deliver(unique.map { EncodedMessage($0) }, deadline: deadline)
-        let count = outcomes.filter { if case .delivered = $0 { return true } else { return false } }.count
-        state.withLock { $0.delivered += count }
+        var counts = Counts()
+        for (outcome, had) in zip(outcomes, had) {
+            guard case .delivered = outcome else { continue }
+            if had == true { counts.again += 1 } else { counts.delivered += 1 }
+        }
+        state.withLock {
+            $0.counts.delivered += counts.delivered
+            $0.counts.again += counts.again
+        }
         for (m, promise) in batch {
             let i = slot[m.id] ?? 0
             promise.succeed(i < outcomes.count ? outcomes[i]

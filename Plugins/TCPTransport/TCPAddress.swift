@@ -1,9 +1,14 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import MsgKit
 
 /// A `tcp://HOST:PORT?…` URL, read for either side.
 ///
-/// Parameters: `token` (both sides), `window` (records in flight, client, default
-/// 128), `connect_timeout` (client, default 3s).
+/// Parameters: `token` or `token_file` (both sides: the secret, or a file holding it
+/// that only its owner can read, so the secret is in neither argv nor the
+/// environment), `window` (records in flight, client, default 128),
+/// `connect_timeout` (client, default 3s).
 struct TCPAddress: Sendable {
     var host: String
     var port: Int
@@ -39,6 +44,8 @@ struct TCPAddress: Sendable {
             case "token":
                 guard !value.isEmpty else { throw MsgError(.config, "'\(url.text)': token must not be empty") }
                 token = value
+            case "token_file":
+                token = try Self.readToken(value)
             case "window" where !listening:
                 guard let n = Int(value), (1...4096).contains(n) else {
                     throw MsgError(.config, "'\(url.text)': window=\(value) is not a number from 1 to 4096")
@@ -47,10 +54,31 @@ struct TCPAddress: Sendable {
             case "connect_timeout" where !listening:
                 connectTimeout = try MsgDuration(parsing: value)
             default:
-                let known = listening ? "token" : "token, window, connect_timeout"
+                let known = listening ? "token, token_file" : "token, token_file, window, connect_timeout"
                 throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known)")
             }
         }
+    }
+
+    /// The first line of `path`, which must be readable by its owner only.
+    /// - Throws: `config` naming the file and what is wrong with it.
+    static func readToken(_ path: String) throws(MsgError) -> String {
+        let fd = try SystemCalls.open(path, O_RDONLY | O_CLOEXEC, code: .config)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SystemCalls.error(.config, "cannot read token file \(path)") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw MsgError(.config, "token file \(path) can be read by others; chmod 0600 it")
+        }
+        let bytes = try SystemCalls.readToEnd(fd, code: .config, what: "token file \(path)")
+        let line = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self).trimmingSpaces()
+        guard !line.isEmpty else { throw MsgError(.config, "token file \(path) is empty") }
+        return line
+    }
+
+    /// Whether only this host can reach the address (a loopback address or name).
+    var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     /// `tcp://HOST:PORT`, brackets around an IPv6 host, no parameters (never the token).

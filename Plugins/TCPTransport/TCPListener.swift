@@ -3,27 +3,40 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// `msg listen tcp://HOST:PORT`: accepts any number of connections on SwiftNIO's
-/// event loops and delivers what they send into the context's sink.
+/// `msg listen tcp://HOST:PORT`: accepts connections on SwiftNIO's event loops and
+/// delivers what they send into the context's sink.
+///
+/// Descriptors stay bounded: at most ``maxConnections`` connections in all and
+/// ``maxPerPeer`` from one address; with a token, a connection that has not said
+/// hello within ``helloDeadline`` is closed. Refusals are reported (``Refusals``).
 final class TCPListener: Listener {
+    static let maxConnections = 1024
+    static let maxPerPeer = 64
+    static let helloDeadline = TimeAmount.seconds(5)
+
     private let address: TCPAddress
     private let context: ListenerContext
     private let group: MultiThreadedEventLoopGroup
     private let deliverer: SinkDeliverer
     private let connections = OpenConnections()
+    private let refusals: Refusals
     private var server: (any Channel)?
 
     /// - Throws: `config` for a URL that is not `tcp://HOST:PORT`.
     init(url: PluginURL, context: ListenerContext) throws(MsgError) {
         address = try TCPAddress(url, listening: true)
         self.context = context
+        refusals = Refusals(report: context.report)
+        if !address.isLoopback && address.token == nil && !context.openWithoutToken {
+            throw MsgError(.config, "\(address.display) can be reached from other hosts and needs no token, so anyone who can connect could deliver into \(context.sinkName); give token= or token_file=, listen on 127.0.0.1, or allow it with --no-token")
+        }
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         deliverer = SinkDeliverer(sink: context.sink, deadline: context.deadline)
     }
 
     func start() throws(MsgError) -> String {
         let (deliverer, token, maxLine) = (self.deliverer, address.token, context.maxLineBytes)
-        let connections = self.connections
+        let (connections, refusals) = (self.connections, self.refusals)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -31,11 +44,17 @@ final class TCPListener: Listener {
             .childChannelOption(.autoRead, value: true)
             .childChannelInitializer { channel in
                 let key = ObjectIdentifier(channel)
-                connections.add(channel, key)
-                channel.closeFuture.whenComplete { _ in connections.remove(key) }
+                let peer = channel.remoteAddress?.ipAddress ?? "an unknown address"
+                if let full = connections.add(channel, key, peer: peer) {
+                    refusals.say("refused a connection from \(peer): \(full)")
+                    return channel.close()
+                }
+                channel.closeFuture.whenComplete { _ in connections.remove(key, peer: peer) }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxBytes: maxLine)))
-                    try channel.pipeline.syncOperations.addHandler(ReceiverHandler(deliverer: deliverer, token: token, maxLineBytes: maxLine))
+                    try channel.pipeline.syncOperations.addHandler(ReceiverHandler(
+                        deliverer: deliverer, token: token, maxLineBytes: maxLine, peer: peer, refusals: refusals,
+                        helloDeadline: token == nil ? nil : Self.helloDeadline))
                 }
             }
         do {
@@ -44,6 +63,9 @@ final class TCPListener: Listener {
             guard let bound = channel.localAddress, let port = bound.port else { return address.display }
             var shown = address
             shown.port = port
+            if !address.isLoopback {
+                context.report("\(shown.display) can be reached from other hosts\(address.token == nil ? " and takes records without a token (--no-token)" : "")")
+            }
             return shown.display
         } catch {
             try? group.syncShutdownGracefully()
@@ -60,8 +82,10 @@ final class TCPListener: Listener {
         for channel in open { try? channel.closeFuture.wait() }
         deliverer.shutdown()
         try? group.syncShutdownGracefully()
-        let n = deliverer.deliveredCount
-        context.report("stopped: \(n) record\(n == 1 ? "" : "s") delivered into the inbox")
+        refusals.flush()
+        let counts = deliverer.counts
+        let again = counts.again > 0 ? "; \(counts.again) sent again were acknowledged without a second delivery" : ""
+        context.report("stopped: \(counts.delivered) record\(counts.delivered == 1 ? "" : "s") delivered into \(context.sinkName)\(again)")
     }
 
     static func describe(_ error: any Error) -> String {
@@ -70,11 +94,37 @@ final class TCPListener: Listener {
     }
 }
 
-/// The connections open now, so that ``TCPListener/stop()`` can close them.
+/// The connections open now, so that ``TCPListener/stop()`` can close them, and
+/// how many each peer address has.
 private final class OpenConnections: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var perPeer: [String: Int] = [:]
+    }
+    private let state = Mutex(State())
 
-    func add(_ channel: any Channel, _ key: ObjectIdentifier) { channels.withLock { $0[key] = channel } }
-    func remove(_ key: ObjectIdentifier) { _ = channels.withLock { $0.removeValue(forKey: key) } }
-    var all: [any Channel] { channels.withLock { Array($0.values) } }
+    /// Adds a connection, or says why not (too many in all, or from `peer`).
+    func add(_ channel: any Channel, _ key: ObjectIdentifier, peer: String) -> String? {
+        state.withLock { s in
+            if s.channels.count >= TCPListener.maxConnections {
+                return "\(TCPListener.maxConnections) connections are open, the most this listener keeps"
+            }
+            if s.perPeer[peer, default: 0] >= TCPListener.maxPerPeer {
+                return "it has \(TCPListener.maxPerPeer) connections open, the most one address may have"
+            }
+            s.channels[key] = channel
+            s.perPeer[peer, default: 0] += 1
+            return nil
+        }
+    }
+
+    func remove(_ key: ObjectIdentifier, peer: String) {
+        state.withLock { s in
+            guard s.channels.removeValue(forKey: key) != nil else { return }
+            s.perPeer[peer, default: 1] -= 1
+            if s.perPeer[peer] == 0 { s.perPeer[peer] = nil }
+        }
+    }
+
+    var all: [any Channel] { state.withLock { Array($0.channels.values) } }
 }

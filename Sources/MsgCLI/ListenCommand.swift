@@ -15,16 +15,21 @@ struct ListenCommand: SessionCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "Where to listen: tcp://HOST:PORT, with ?token=SECRET to require a token.") var url: String
+    @Argument(help: ArgumentHelp("Where to listen: tcp://HOST:PORT, with ?token_file=FILE (or ?token=SECRET) to require a token (default: $MSG_LISTEN, or listen in the config file, which keep a token out of argv).", valueName: "url"))
+    var url: String?
     @Option(help: "The local transport records go into (default: file:$MSG_HOME/inbox).") var into: String?
     @Option(name: .customLong("max-line"), help: "The longest record accepted, in bytes or with KiB/MiB (default 1040KiB: the largest record msg sends).",
             transform: ArgumentValue.size)
     var maxLine = 1040 * 1024
     @Option(help: "The deadline of each delivery into the inbox (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
+    @Flag(name: .customLong("no-token"), help: "Allow a listener other hosts can reach to take records without a token.") var noToken = false
 
     func run(_ session: Session) throws {
+        guard let url = url ?? session.settings.listen else {
+            throw MsgError(.usage, "say where to listen: msg listen tcp://HOST:PORT, MSG_LISTEN, or listen in the config file")
+        }
         let service = ListenService(url: url, into: into ?? "file:\(session.settings.home)/inbox",
-                                    maxLineBytes: maxLine, deadline: deadline,
+                                    maxLineBytes: maxLine, deadline: deadline, openWithoutToken: noToken,
                                     reporter: session.reporter)
         try service.run(loader: session.loader)
     }

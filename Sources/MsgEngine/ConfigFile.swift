@@ -9,7 +9,7 @@ import MsgKit
 /// Read from `--config`/`MSG_CONFIG` (which must exist), else
 /// `$XDG_CONFIG_HOME/msg/config` or `~/.config/msg/config` when present.
 enum ConfigFile {
-    static let keys: Set<String> = ["store", "transport", "plugin_path"]
+    static let keys: Set<String> = ["store", "transport", "plugin_path", "listen"]
 
     /// - Throws: `config` for a missing explicit file, an unreadable one or a bad line.
     static func load(explicit: String?, env: (String) -> String?) throws(MsgError) -> [String: String] {

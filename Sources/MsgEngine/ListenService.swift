@@ -19,14 +19,18 @@ public struct ListenService {
     public var deadline: MsgDuration
 
     private let reporter: Reporter
+    private let openWithoutToken: Bool
 
     /// A service listening on `url` and delivering into `into`; what it has to say
-    /// (including what the listener logs) goes to `reporter`.
-    public init(url: String, into: String, maxLineBytes: Int, deadline: MsgDuration, reporter: Reporter = .standardError) {
+    /// (including what the listener logs) goes to `reporter`. `openWithoutToken`:
+    /// the user allowed a listener other hosts can reach to need no token.
+    public init(url: String, into: String, maxLineBytes: Int, deadline: MsgDuration, openWithoutToken: Bool = false,
+                reporter: Reporter = .standardError) {
         self.url = url
         self.into = into
         self.maxLineBytes = maxLineBytes
         self.deadline = deadline
+        self.openWithoutToken = openWithoutToken
         self.reporter = reporter
     }
 
@@ -36,7 +40,8 @@ public struct ListenService {
         defer { signals.restore() }
 
         let sink = try loader.openTransport(into)
-        let context = ListenerContext(sink: sink, maxLineBytes: maxLineBytes, deadline: deadline, report: { [reporter] in reporter.say($0) })
+        let context = ListenerContext(sink: sink, sinkName: into, openWithoutToken: openWithoutToken, maxLineBytes: maxLineBytes,
+                                      deadline: deadline, report: { [reporter] in reporter.say($0) })
         let listener = try loader.openListener(url, context: context)
         let bound = try listener.start()
         reporter.say("listening on \(bound), delivering into \(into)")

@@ -11,6 +11,9 @@ public struct Settings: Sendable, Equatable {
     public var transport: String
     /// Extra plugin directories searched first (`--plugin-path`, `MSG_PLUGIN_PATH`).
     public var pluginPath: [String]
+    /// Where `msg listen` listens when not told (`MSG_LISTEN`, `listen` in the config
+    /// file): so a token in it need not be given in argv.
+    public var listen: String? = nil
 
     /// What the user gave on the command line; nil where nothing was given.
     public struct Overrides: Sendable {
@@ -48,6 +51,6 @@ public struct Settings: Sendable, Equatable {
         let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
         let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
         return Settings(home: home, store: store, transport: transport,
-                        pluginPath: path.split(separator: ":").map(String.init))
+                        pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"))
     }
 }

@@ -116,6 +116,75 @@ import Testing
         #expect(onceEach(inbox(s), queued) == "", "the inbox")
     }
 
+    /// A listener other hosts can reach says so, and without a token starts only
+    /// when told to; a token can come from a file only its owner reads, or from
+    /// MSG_LISTEN, and then it is not in /proc/PID/cmdline.
+    @Test func aListenerOthersCanReachSaysSoAndKeepsItsTokenOutOfArgv() throws {
+        let s = try Sandbox()
+        let refused = try s.sh("""
+            msg listen tcp://0.0.0.0:0; echo "open $?"
+            umask 022; echo s3cret > loose; msg listen 'tcp://127.0.0.1:0?token_file=loose'; echo "loose $?"
+            """)
+        #expect(refused.lines == ["open 78", "loose 78"], "\(refused.err)")
+        #expect(refused.err.contains("can be reached from other hosts and needs no token") && refused.err.contains("--no-token"), "\(refused.err)")
+        #expect(refused.err.contains("token file loose can be read by others; chmod 0600 it"), "\(refused.err)")
+
+        let open = try ListenerProcess(s, address: "tcp://0.0.0.0:0", ["--no-token"])
+        #expect(open.saidAtStart.contains("can be reached from other hosts and takes records without a token"), "\(open.saidAtStart)")
+        _ = open.stop()
+
+        _ = try s.file("token", "t0ps3cret\n")
+        chmod(s.home + "/token", 0o600)
+        let listener = try ListenerProcess(s, address: nil, environment: ["MSG_LISTEN": "tcp://0.0.0.0:0?token_file=\(s.home)/token"])
+        let cmdline = try String(contentsOfFile: "/proc/\(listener.process.processIdentifier)/cmdline", encoding: .utf8)
+        #expect(!cmdline.contains("t0ps3cret") && !cmdline.contains("token"), "\(cmdline)")
+        #expect(listener.saidAtStart.contains("can be reached from other hosts") && !listener.saidAtStart.contains("without a token"))
+        let queued = try enqueue(s, 3)
+        let port = listener.port
+        let r = try s.sh("msg flush --transport 'tcp://127.0.0.1:\(port)?token_file=\(s.home)/token' > /dev/null; echo $?")
+        #expect(r.out == "0\n", "\(r.err)")
+        #expect(onceEach(inbox(s), queued) == "", "the inbox")
+    }
+
+    /// With a token, connections that never say hello are closed after 5 s, one
+    /// address may hold 64, and each refusal is said (at most five lines a second).
+    @Test func idleConnectionsAreCappedAndClosedAndRefusalsAreSaid() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s, address: "tcp://127.0.0.1:0?token=s3cret")
+        let clients = try (0..<70).map { _ in try LineClient(port: listener.port) }
+        // The 65th and later are closed at once; the first 64 after the hello deadline.
+        for (i, client) in clients.enumerated() {
+            #expect(try client.answers().isEmpty, "connection \(i) was closed without an answer")
+        }
+        let wrong = try LineClient(port: listener.port)
+        try wrong.send("{\"op\":\"hello\",\"version\":1,\"token\":\"guess\"}\n")
+        #expect(try wrong.answers().first?["ok"] == .bool(false))
+        let stopped = listener.stop()
+        #expect(stopped.stderr.contains("refused a connection from 127.0.0.1: it has 64 connections open, the most one address may have"), "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("closed a connection from 127.0.0.1: no hello within 5s"), "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("more refusals"), "more than five a second are counted, not each said: \(stopped.stderr)")
+        #expect(stopped.stderr.contains("refused a connection from 127.0.0.1: a wrong token") || stopped.stderr.contains("more refusals"))
+    }
+
+    /// The stop summary counts records delivered, not acknowledgements: a record sent
+    /// again is acknowledged without a second delivery and counted apart.
+    @Test func theStopSummaryCountsEachRecordOnceAndNamesTheSink() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s, ["--into", "file:\(s.home)/in"])
+        let one = try record(s)
+        let client = try LineClient(port: listener.port)
+        try client.send("\(one)\n\(try record(s))\n")
+        client.finishSending()
+        #expect(try client.answers().count == 2)
+        let again = try LineClient(port: listener.port)
+        try again.send("\(one)\n")
+        again.finishSending()
+        #expect(try again.answers().count == 1)
+        let stopped = listener.stop()
+        #expect(stopped.stderr.contains("stopped: 2 records delivered into file:\(s.home)/in; 1 sent again were acknowledged without a second delivery"),
+                "\(stopped.stderr)")
+    }
+
     @Test func senderKilledAfterDeliveryIsRecoveredByLookup() throws {
         let s = try Sandbox()
         let listener = try ListenerProcess(s)

@@ -9,25 +9,30 @@ final class ListenerProcess {
     private let errors = Pipe()
     private var said = ""
 
-    /// Starts `msg listen ADDRESS ARGS…` in the sandbox and waits until it listens.
-    init(_ s: Sandbox, address: String = "tcp://127.0.0.1:0", _ arguments: [String] = []) throws {
+    /// Starts `msg listen ADDRESS ARGS…` in the sandbox (no address: `MSG_LISTEN` in
+    /// `environment` says it) and waits until it listens.
+    init(_ s: Sandbox, address: String? = "tcp://127.0.0.1:0", _ arguments: [String] = [], environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
-        process.arguments = ["listen", address] + arguments
-        process.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
+        process.arguments = ["listen"] + (address.map { [$0] } ?? []) + arguments
+        process.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"].merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
         try process.run()
-        while !said.contains("\n") {
+        while !said.contains("listening on") || !said.hasSuffix("\n") {
             let chunk = errors.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             said += String(decoding: chunk, as: UTF8.self)
         }
-        guard let range = said.range(of: #"tcp://[^ ,]+"#, options: .regularExpression), said.contains("listening on") else {
+        guard let on = said.range(of: "listening on "),
+              let range = said[on.upperBound...].range(of: #"tcp://[^ ,]+"#, options: .regularExpression) else {
             throw MsgError(.unavailable, "msg listen did not start: \(said)")
         }
         url = String(said[range])
     }
+
+    /// What it has said on standard error so far, up to its "listening on" line.
+    var saidAtStart: String { said }
 
     /// The port bound.
     var port: UInt16 { UInt16(url.split(separator: ":").last ?? "") ?? 0 }

@@ -8,6 +8,23 @@ import Testing
     /// A record 40 bytes under 1 MiB goes through `queue add`, then over `tcp://` to
     /// a default `msg listen`, into its inbox (a lease and an attempt in its history
     /// once took it over the receiver's limit, and it went dead).
+    /// The JSON store holds its queue in memory, so it keeps a bounded number of
+    /// records: past it, a batch is refused whole (exit 74) with the way to sqlite:.
+    @Test func theJSONStoreRefusesRecordsPastItsLimitAndSaysWhereToGo() throws {
+        let s = try Sandbox()
+        let store = "'json:q.json?max_records=3'"
+        let r = try s.sh("""
+            for n in 1 2 3; do msg compose --to u$n --body b; done | msg queue add --store \(store) > /dev/null; echo "first $?"
+            for n in 4 5; do msg compose --to u$n --body b; done | msg queue add --store \(store) > /dev/null; echo "more $?"
+            msg queue count --store \(store)
+            msg queue ls --history --store json:q.json | msg queue add --store sqlite:q.sqlite > /dev/null
+            msg queue count --store sqlite:q.sqlite
+            msg queue count --store 'json:q.json?max_records=0'; echo "bad $?"
+            """)
+        #expect(r.lines == ["first 0", "more 74", "3", "3", "bad 78"], "\(r.out)\(r.err)")
+        #expect(r.err.contains("keeps at most 3 records and holds 3; nothing of this batch was stored. Move the queue to sqlite:"), "\(r.err)")
+    }
+
     @Test func theLargestRecordAcceptedIsDeliveredOverTCP() throws {
         let s = try Sandbox()
         let listener = try ListenerProcess(s)

@@ -7,7 +7,10 @@
 /// 2. **Deduplicate by id**, through the sink: an id already delivered is acked
 ///    without a second delivery.
 /// 3. **Bounded by design.** A hostile peer (an endless line, garbage, a stalled
-///    reader) gets a negative ack or is disconnected; memory stays bounded.
+///    reader, connections opened and left idle) gets a negative ack or is
+///    disconnected; memory and descriptors stay bounded, and refusals are reported.
+/// 5. **Say who can reach it.** A listener other hosts can reach says so; without
+///    a token it refuses to start unless ``ListenerContext/openWithoutToken``.
 /// 4. **Stop cleanly.** ``stop()`` stops accepting, lets deliveries already handed to
 ///    the sink finish and their acks go out, then closes every connection.
 public protocol Listener: AnyObject {
@@ -24,6 +27,12 @@ public protocol Listener: AnyObject {
 public struct ListenerContext {
     /// Where received records are delivered. Only one thread at a time may use it.
     public var sink: any Transport
+    /// The sink's URL, as the user named it (for what the listener says).
+    public var sinkName: String
+    /// Whether the user allowed a listener that other hosts can reach to take
+    /// records without a token (`msg listen --no-token`). Without it such a listener
+    /// refuses to start.
+    public var openWithoutToken: Bool
     /// The longest line accepted, in bytes; longer ones get a negative ack.
     public var maxLineBytes: Int
     /// The deadline of each delivery into the sink.
@@ -31,10 +40,13 @@ public struct ListenerContext {
     /// Where the listener reports what a user should see (one line each, no newline).
     public var report: @Sendable (String) -> Void
 
-    /// A context delivering into `sink`.
-    public init(sink: any Transport, maxLineBytes: Int = RecordLimits.maxDeliveredBytes, deadline: MsgDuration = .seconds(3),
+    /// A context delivering into `sink`, named `sinkName`.
+    public init(sink: any Transport, sinkName: String = "the sink", openWithoutToken: Bool = false,
+                maxLineBytes: Int = RecordLimits.maxDeliveredBytes, deadline: MsgDuration = .seconds(3),
                 report: @escaping @Sendable (String) -> Void) {
         self.sink = sink
+        self.sinkName = sinkName
+        self.openWithoutToken = openWithoutToken
         self.maxLineBytes = maxLineBytes
         self.deadline = deadline
         self.report = report

@@ -23,7 +23,8 @@ public final class PluginRegistrar {
     /// stored for each (``EncodedMessage``). Version 4: the encoded record crosses the
     /// whole boundary (``Store/get(_:)``, ``Store/list(_:_:)``, ``Transport/deliver(_:deadline:)``),
     /// stores give damaged records in place of text that does not read (``Store``,
-    /// requirement 10), and headers are ``Headers``.
+    /// requirement 10), headers are ``Headers``, and a listener is told its sink's name
+    /// and whether it may take records without a token (``ListenerContext``).
     public static let abiVersion: UInt32 = 4
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
