@@ -13,7 +13,7 @@ struct FilterOptions: ParsableArguments {
     @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 1h).", transform: ArgumentValue.time)
     var since: Timestamp?
 
-    @Option(help: "At most this many messages.") var limit: Int?
+    @Option(parsing: .unconditional, help: "At most this many messages.") var limit: Int?
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }

@@ -17,7 +17,7 @@ struct FlushCommand: SessionCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
     @OptionGroup var policy: PolicyOptions
-    @Option(help: "Send at most this many messages.") var limit: Int?
+    @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
 
     func run(_ session: Session) throws {

@@ -66,14 +66,28 @@ public enum MsgMain {
         } catch let code as ExitCode {
             return code.rawValue
         } catch {
-            let text = MsgCommand.fullMessage(for: error)
             let status = MsgCommand.exitCode(for: error).rawValue
-            if !text.isEmpty {
-                _ = try? SystemCalls.writeAll(status == 0 ? 1 : 2, Array((text + "\n").utf8), code: .storeIO, what: "output")
+            guard status != 0 else {
+                // --help: the whole text, on standard output.
+                let text = MsgCommand.fullMessage(for: error)
+                if !text.isEmpty { _ = try? SystemCalls.writeAll(1, Array((text + "\n").utf8), code: .storeIO, what: "output") }
+                return 0
             }
+            // A command-line error is one line, as every error of msg (msg(1)); the
+            // usage is in --help.
+            Diagnostics.say(oneLine(MsgCommand.message(for: error), arguments: arguments))
             return status
         }
     }
+}
+
+/// argument-parser's message for a command-line error as one line: its first line,
+/// with a pointer to the help of the command that was meant.
+func oneLine(_ message: String, arguments: [String]) -> String {
+    var line = message.split(separator: "\n").first.map(String.init) ?? "the command line is wrong"
+    if line.hasPrefix("Error: ") { line.removeFirst("Error: ".count) }
+    let command = arguments.prefix { !$0.hasPrefix("-") }.prefix(2).joined(separator: " ")
+    return line + " (see msg \(command.isEmpty ? "" : command + " ")--help)"
 }
 
 /// Turns a command's result status into the thrown `ExitCode` argument-parser expects.

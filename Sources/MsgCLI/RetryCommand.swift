@@ -14,7 +14,7 @@ struct RetryCommand: SessionCommand {
     @OptionGroup var policy: PolicyOptions
     @Flag(help: "Ignore backoff: retry failed messages now.") var now = false
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
-    @Option(help: "Retry at most this many messages.") var limit: Int?
+    @Option(parsing: .unconditional, help: "Retry at most this many messages.") var limit: Int?
 
     func run(_ session: Session) throws {
         let stopping = Stopping()

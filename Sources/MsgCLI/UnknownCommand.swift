@@ -7,6 +7,17 @@ enum UnknownCommand {
     /// The error for the first word of `arguments` that names no command where one
     /// is expected, or nil when every command word is known.
     static func check(_ arguments: [String]) -> MsgError? {
+        // `msg help WORDS`: the words must name a command too.
+        if arguments.first == "help", arguments.count > 1 {
+            let words = Array(arguments.dropFirst())
+            if words.first == "help" || words.first?.hasPrefix("-") == true { return nil }
+            if let error = check(words) {
+                let unknown = "unknown command"
+                let rest = error.message.hasPrefix(unknown) ? String(error.message.dropFirst(unknown.count)) : ": " + error.message
+                return MsgError(.usage, "help: no such command" + rest)
+            }
+            return nil
+        }
         var command: any ParsableCommand.Type = MsgCommand.self
         var path: [String] = []
         for word in arguments {

@@ -32,6 +32,27 @@ import Testing
         #expect(!shell.err.contains("Usage:"))
     }
 
+    /// argument-parser's errors are one `msg:` line too, with the help to read;
+    /// `--help` stays whole on standard output; `help` of no command is an error.
+    @Test func commandLineErrorsAreOneLine() throws {
+        let s = try Sandbox()
+        let cases = [
+            ("msg queue ls --status nosuch", "msg: The value 'nosuch' is invalid for '--status <list>': unknown status 'nosuch'; expected one of queued, held, sending, failed, sent, delivered, read, dead (see msg queue ls --help)"),
+            ("msg queue ls --stauts queued", "msg: Unknown option '--stauts'. Did you mean '--status'? (see msg queue ls --help)"),
+            ("msg flush --deadline 3x", "msg: The value '3x' is invalid for '--deadline <deadline>': invalid duration '3x': unknown unit 'x'; write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w (see msg flush --help)"),
+            ("msg queue ls --limit -1", "msg: --limit must be 0 or more (see msg queue ls --help)"),
+            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, export, listen, shell, plugins, help"),
+            ("msg help queue lss", "msg: help: no such command 'queue lss'; did you mean 'queue ls'?"),
+        ]
+        for (command, said) in cases {
+            let r = try s.sh(command)
+            #expect(r.status == 64 && r.err == said + "\n" && r.out.isEmpty, "\(command): \(r.err)")
+        }
+        let help = try s.sh("msg help flush; echo $?; msg flush --help | head -1")
+        #expect(help.lines.first == "OVERVIEW: Send due queued messages in FIFO order; print each updated record." && help.err.isEmpty, "\(help.out)")
+        #expect(help.lines.contains("0"))
+    }
+
     @Test func unknownSchemeExits69AndSaysWhatIsKnown() throws {
         let s = try Sandbox()
         let r = try s.sh("msg queue ls --store redis://localhost")
