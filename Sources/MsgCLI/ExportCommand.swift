@@ -17,12 +17,17 @@ struct ExportCommand: SessionCommand {
     @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 7d).", transform: ArgumentValue.time)
     var since: Timestamp?
     @Option(help: "Only messages created before this time.", transform: ArgumentValue.time) var until: Timestamp?
-    @Option(help: "ndjson, json or csv.") var format: OutputFormat = .ndjson
+    @Option(help: "ndjson, json or csv (default: ndjson).", transform: { text in
+        guard let format = OutputFormat(rawValue: text), format != .table else {
+            throw ValidationError("an export is ndjson, json or csv")
+        }
+        return format
+    })
+    var format: OutputFormat = .ndjson
     @Option(help: "Write to this file (atomically) and FILE.sha256.") var out: String?
     @Option(help: "Leave a field out: body.") var redact: String?
 
     func validate() throws {
-        if format == .table { throw ValidationError("--format must be ndjson, json or csv") }
         if let redact, redact != "body" { throw ValidationError("--redact takes 'body'") }
     }
 

@@ -42,26 +42,41 @@ struct QueueEditCommand: SessionCommand {
 struct QueueStatsCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count messages per status and age bucket.")
     @OptionGroup var global: GlobalOptions
-    @Option(help: "table or ndjson (default: table on a terminal, else ndjson).") var format: OutputFormat?
+    @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
 
     func run(_ session: Session) throws {
         let rows = try QueueOperations(store: try session.store(.read), reporter: session.reporter).stats()
-        let names = QueueOperations.ageBuckets.map { "<\($0.name)" } + ["older"]
+        let columns = ["total"] + QueueOperations.ageBuckets.map { "<\($0.name)" } + ["older"]
+        // One row per status: its total, then its count per age bucket.
+        let counts = rows.map { (status: $0.status.rawValue, counts: [$0.buckets.reduce(0, +)] + $0.buckets) }
         let out = ByteOutput()
-        if (format ?? .automatic) == .table {
-            out.write(([("STATUS", 10)] + (["TOTAL"] + names).map { ($0, 8) }).map { $0.0.padding($0.1) }.joined() + "\n")
-            for (status, buckets) in rows {
-                out.write(status.rawValue.padding(10) + ([buckets.reduce(0, +)] + buckets).map { String($0).padding(8) }.joined() + "\n")
+        switch format ?? .automatic {
+        case .table:
+            let total = columns.indices.map { i in counts.reduce(0) { $0 + $1.counts[i] } }
+            out.write("STATUS".padding(10) + columns.map { ($0 == "total" ? "TOTAL" : $0).padding(8) }.joined() + "\n")
+            for (status, n) in counts + [("total", total)] {
+                out.write(status.padding(10) + n.map { String($0).padding(8) }.joined() + "\n")
             }
-            try out.flush()
-            return
+        case .csv:
+            out.write((["status"] + columns).joined(separator: ",") + "\r\n")
+            for (status, n) in counts { out.write(([status] + n.map(String.init)).joined(separator: ",") + "\r\n") }
+        case .json, .ndjson:
+            var w = JSONWriter()
+            let objects: [JSONValue] = counts.map { row in
+                .object([.init("status", .string(row.status))] + zip(columns, row.counts).map { .init($0, .number(String($1))) })
+            }
+            if format == .json {
+                w.value(.array(objects))
+                w.raw("\n")
+            } else {
+                for object in objects {
+                    w.value(object)
+                    w.raw("\n")
+                }
+            }
+            out.buffer.append(contentsOf: w.bytes)
         }
-        let writer = NDJSONWriter(output: out)
-        for (status, buckets) in rows {
-            var members: [JSONValue.Member] = [.init("status", .string(status.rawValue)), .init("total", .number(String(buckets.reduce(0, +))))]
-            for (name, n) in zip(names, buckets) { members.append(.init(name, .number(String(n)))) }
-            try writer.write(.object(members))
-        }
+        try out.flush()
     }
 }
 

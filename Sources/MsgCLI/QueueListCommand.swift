@@ -17,7 +17,11 @@ struct QueueListCommand: SessionCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var filters: FilterOptions
     @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
-    @Flag(help: "Include each record's history.") var history = false
+    @Flag(help: "Include each record's history (not in a table).") var history = false
+
+    func validate() throws {
+        if history && format == .table { throw ValidationError("--history does not fit in a table; use --format ndjson, json or csv") }
+    }
 
     func run(_ session: Session) throws {
         let store = try session.store(.read)

@@ -105,6 +105,13 @@ import Testing
         let stats = try s.sh("msg queue stats").lines.map { try JSONParser.parse($0) }
         #expect(stats.map { $0["status"]?.stringValue } == ["queued", "sent"])
         #expect(stats.map { $0["total"]?.intValue } == [1, 2] && stats.map { $0["<5m"]?.intValue } == [1, 2])
+        // Every format listed works: csv and json as they say, a table with a total row.
+        let formats = try s.sh("msg queue stats --format csv | tr -d '\\r'; msg queue stats --format json; msg queue stats --format table")
+        #expect(Array(formats.lines.prefix(3)) == ["status,total,<5m,<1h,<1d,<7d,older", "queued,1,1,0,0,0,0", "sent,2,2,0,0,0,0"], "\(formats.out)")
+        #expect(formats.lines[3].hasPrefix("[{\"status\":\"queued\"") && formats.lines[3].hasSuffix("}]"), "\(formats.lines[3])")
+        #expect(formats.lines.last?.split(separator: " ").map(String.init) == ["total", "3", "3", "0", "0", "0", "0"], "\(formats.out)")
+        let refused = try s.sh("msg export --format table; echo $?; msg queue ls --format table --history; echo $?")
+        #expect(refused.lines == ["64", "64"] && refused.err.contains("an export is ndjson, json or csv") && refused.err.contains("--history does not fit in a table"))
         #expect(try s.sh("msg queue purge --status queued --older-than 0s").status == 64, "queued messages are never purged")
         let purged = try s.sh("msg queue purge --status sent --older-than 1h; msg queue count; msg queue purge --status sent --older-than 0s; msg queue count")
         #expect(purged.lines == ["3", "1"] && purged.err.contains("purged 2 messages"))
