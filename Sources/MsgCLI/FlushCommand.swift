@@ -31,7 +31,7 @@ struct FlushCommand: SessionCommand {
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), stop: stopping.request)
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
-        if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not queued and due (see msg retry)") }
+        let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"])
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it
         // interrupts a plain flush, which then ends as the signal would have ended it.
@@ -40,6 +40,29 @@ struct FlushCommand: SessionCommand {
             try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
         }
         if let line = summary.failureLine { Diagnostics.say(line) }
-        try finish(badLines > 0 ? 65 : summary.exitCode)
+        try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
     }
+}
+
+/// Says why each given id that `flush` or `retry` did not take was left (up to ten,
+/// then a count): no such message, another status, or not due yet.
+/// - Returns: whether none of the given ids could be taken (then the exit is 65).
+/// `notDue` and `other` add what to do instead, when there is something.
+func reportNotTaken(_ summary: Flusher.Summary, _ session: Session, taking status: Status, notDue: String,
+                    other: [Status: String]) throws -> Bool {
+    guard !summary.notTaken.isEmpty else { return false }
+    let store = try session.store(.read)
+    for id in summary.notTaken.prefix(10) {
+        guard let m = try store.get(id)?.message else {
+            session.reporter.say("\(id): no such message")
+            continue
+        }
+        if m.status != status {
+            session.reporter.say("\(id): it is \(m.status.rawValue), not \(status.rawValue)\(other[m.status].map { "; " + $0 } ?? "")")
+        } else if let due = m.dueAt {
+            session.reporter.say("\(id): not due until \(due)\(notDue.isEmpty ? "" : "; " + notDue)")
+        }
+    }
+    if summary.notTaken.count > 10 { session.reporter.say("… and \(summary.notTaken.count - 10) more given messages not taken") }
+    return summary.sent + summary.deferred + summary.dead == 0
 }

@@ -14,6 +14,8 @@ struct RecoverCommand: SessionCommand {
     @Option(name: .customLong("stale-after"), help: "Only messages sending for longer than this (default: 5s).", transform: ArgumentValue.duration)
     var staleAfter = MsgDuration.seconds(5)
     @Flag(name: .customLong("dry-run"), help: "Say what would be done; change nothing.") var dryRun = false
+    @Flag(name: [.customShort("v"), .customLong("verbose")], help: "Also say how many sending messages were left alone, and why (the default at a terminal; cron mails only recoveries).")
+    var verbose = false
 
     func run(_ session: Session) throws {
         let writer = NDJSONWriter()
@@ -21,8 +23,15 @@ struct RecoverCommand: SessionCommand {
         writer.flushEveryLine = false
         let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
         try writer.finish()
-        guard summary.total > 0 else { return }
-        let verb = dryRun ? "would recover" : "recovered"
-        Diagnostics.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")
+        if summary.total > 0 {
+            let verb = dryRun ? "would recover" : "recovered"
+            Diagnostics.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")
+        }
+        if summary.young + summary.alive > 0 && (verbose || Diagnostics.stderrIsTerminal) {
+            var why: [String] = []
+            if summary.young > 0 { why.append("\(summary.young) sending for less than --stale-after (\(staleAfter))") }
+            if summary.alive > 0 { why.append("\(summary.alive) whose sender is still running") }
+            Diagnostics.say("left \(summary.young + summary.alive) sending message\(summary.young + summary.alive == 1 ? "" : "s") alone: \(why.joined(separator: ", "))")
+        }
     }
 }

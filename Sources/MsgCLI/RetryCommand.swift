@@ -40,13 +40,14 @@ struct RetryCommand: SessionCommand {
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
-        if summary.skipped > 0 { Diagnostics.say("\(summary.skipped) of the given messages were not failed and due") }
+        let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
+                                           other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"])
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         if let stopped = summary.stopped {
             if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
             try finish(stopped.exitStatus)
         }
         if let line = summary.failureLine { Diagnostics.say(line) }
-        try finish(badLines > 0 ? 65 : summary.exitCode)
+        try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
     }
 }

@@ -34,8 +34,10 @@ public final class Flusher {
         public var sent = 0
         public var deferred = 0
         public var dead = 0
-        /// Targets that were not in a status this command takes.
+        /// Targets that were not in a status this command takes, or not due.
         public var skipped = 0
+        /// Their ids, in the order given.
+        public var notTaken: [String] = []
         /// Messages claimed but not attempted because of a stop request: put back as
         /// they were before the claim.
         public var released = 0
@@ -181,7 +183,8 @@ public final class Flusher {
         summary.stopped = stop.reason
         summary.damaged = damaged
         if let targets = options.targets {
-            summary.skipped = targets.count - targets.filter(attempted.contains).count
+            summary.notTaken = targets.filter { !attempted.contains($0) }
+            summary.skipped = summary.notTaken.count
         }
         return summary
     }

@@ -12,11 +12,17 @@ public struct Recoverer {
     public struct Summary: Sendable, Equatable {
         public var markedSent = 0
         public var requeued = 0
+        /// Left alone: sending for less than `staleAfter`.
+        public var young = 0
+        /// Left alone: their sender is still running.
+        public var alive = 0
         public var total: Int { markedSent + requeued }
 
-        public init(markedSent: Int = 0, requeued: Int = 0) {
+        public init(markedSent: Int = 0, requeued: Int = 0, young: Int = 0, alive: Int = 0) {
             self.markedSent = markedSent
             self.requeued = requeued
+            self.young = young
+            self.alive = alive
         }
     }
 
@@ -53,12 +59,18 @@ public struct Recoverer {
             }
             return true
         }
+        // What is sending but too young to judge, said so a run right after a crash
+        // does not look like a run that found nothing.
+        summary.young = max(0, try store.count(Query(statuses: [.sending])) - candidates.count)
         var known: [String: Bool] = [:]
         known.reserveCapacity(candidates.count)
         for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
         var decided: [Message] = []
         let resolved = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
-            if let lease = m.lease, Owner.isAlive(lease, now: now) { return nil }
+            if let lease = m.lease, Owner.isAlive(lease, now: now) {
+                summary.alive += 1
+                return nil
+            }
             var x = m
             x.lease = nil
             var delivered = false

@@ -70,6 +70,24 @@ import Testing
         }
     }
 
+    /// Right after a crash the killed batch is younger than --stale-after: recover
+    /// then says what it left alone and why (at a terminal or with -v), not nothing.
+    @Test func recoverRightAfterACrashSaysWhatItLeftAlone() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            seq 20 | awk '{printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"b\\"}\\n", $1}' | msg compose --enqueue > /dev/null
+            MSG_FAULT=after-sending:1 msg flush --batch 8 > /dev/null; echo "killed $?"
+            msg recover > /dev/null; echo "quiet $?"
+            msg recover -v > /dev/null; echo "told $?"
+            msg recover --stale-after 0s > /dev/null; echo "recovered $?"
+            """)
+        #expect(r.lines == ["killed 137", "quiet 0", "told 0", "recovered 0"], "\(r.out)\(r.err)")
+        let said = r.err.split(separator: "\n").map(String.init).filter { $0.hasPrefix("msg: ") }
+        #expect(said.count == 2, "without -v and off a terminal only recoveries are said: \(r.err)")
+        #expect(said.first?.hasPrefix("msg: left ") == true && said.first?.contains("sending for less than --stale-after (5s)") == true, "\(r.err)")
+        #expect(said.last?.hasPrefix("msg: recovered ") == true, "\(r.err)")
+    }
+
     @Test func randomKillsThenRecoverDeliverEachOnce() throws {
         var rng = SystemRandomNumberGenerator()
         for round in 0..<20 {

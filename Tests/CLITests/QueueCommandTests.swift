@@ -99,6 +99,26 @@ import Testing
         #expect(r.err.contains("invalid time '3x'"), "\(r.err)")
     }
 
+    /// Ids given to flush or retry that are not theirs to take are named with why,
+    /// and when none could be taken the exit is 65.
+    @Test func idsNotTakenAreNamedWithWhy() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            a=$(msg compose --to a --body 1 --enqueue | cut -c8-43)
+            b=$(msg compose --to b --body 2 --enqueue | cut -c8-43)
+            msg flush $a > /dev/null; echo "first $?"
+            msg flush $a 01890a5d-ac96-774b-bcce-b302099a8057 > /dev/null; echo "none $?"
+            msg flush $a $b > /dev/null; echo "some $?"
+            msg retry $b > /dev/null; echo "retry $?"
+            echo $a; echo $b
+            """)
+        let (a, b) = (r.lines.dropLast().last ?? "", r.lines.last ?? "")
+        #expect(Array(r.lines.prefix(4)) == ["first 0", "none 65", "some 0", "retry 65"], "\(r.out)\(r.err)")
+        #expect(r.err.contains("msg: \(a): it is sent, not queued\n"), "\(r.err)")
+        #expect(r.err.contains("msg: 01890a5d-ac96-774b-bcce-b302099a8057: no such message"), "\(r.err)")
+        #expect(r.err.contains("msg: \(b): it is sent, not failed"), "\(r.err)")
+    }
+
     @Test func statsAndPurge() throws {
         let s = try Sandbox()
         _ = try s.sh("for i in 1 2 3; do msg compose --to a --body $i --enqueue; done; msg flush --limit 2 >/dev/null")

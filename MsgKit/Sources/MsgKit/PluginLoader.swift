@@ -87,7 +87,10 @@ public struct PluginLoader: Sendable {
     private func unknownScheme(_ scheme: String, kind: PluginRegistry.Kind) -> MsgError {
         let known = registry.entries.filter { $0.kind == kind }.map { "\($0.scheme):" }
         let list = known.isEmpty ? "none found" : known.joined(separator: ", ")
-        let missing = Self.bundled[scheme].map { "lib\($0).so was not found; " } ?? ""
+        // A plugin that has the scheme but not this kind is there; say what it is.
+        let other = registry.entries.first { $0.scheme == scheme && $0.kind != kind }
+        let missing = other.map { "the \($0.plugin) plugin has '\(scheme):' as a \($0.kind.rawValue) only; " }
+            ?? Self.bundled[scheme].flatMap { find(library: $0) == nil ? "lib\($0).so was not found; " : nil } ?? ""
         return MsgError(.unavailable, "no \(kind.rawValue) plugin for scheme '\(scheme):' (\(missing)known \(kind.rawValue) schemes: \(list); searched \(searchPath.joined(separator: ":")))")
     }
 
