@@ -39,7 +39,9 @@ final class TCPConnection {
         guard case .hello(refused: nil) = hello else {
             close()
             if case .hello(refused: let refusal?) = hello {
-                throw MsgError(.unreachable, "\(address.display) refused the connection: \(refusal.message)")
+                // A definite answer, not a passing fault: retrying cannot help until
+                // the token is fixed (Transport requirement 4: config stops the run).
+                throw MsgError(.config, "\(address.display) refused the connection: \(refusal.message); check the token")
             }
             throw MsgError(.unreachable, "\(address.display) does not speak the msg protocol (bad answer to hello)")
         }

@@ -40,6 +40,9 @@ struct FlushCommand: SessionCommand {
             try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
         }
         if let line = summary.failureLine { Diagnostics.say(line) }
+        // The transport cannot deliver as configured: what was not attempted is back
+        // in the queue as it was; the error is the command's (78).
+        if let error = summary.misconfigured { throw error }
         try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
     }
 }

@@ -48,6 +48,7 @@ struct RetryCommand: SessionCommand {
             try finish(stopped.exitStatus)
         }
         if let line = summary.failureLine { Diagnostics.say(line) }
+        if let error = summary.misconfigured { throw error }
         try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
     }
 }

@@ -41,6 +41,9 @@ public final class Flusher {
         /// Messages claimed but not attempted because of a stop request: put back as
         /// they were before the claim.
         public var released = 0
+        /// Why the transport can deliver nothing as configured (a `config` outcome):
+        /// the run stopped there and put back what it had not attempted.
+        public var misconfigured: MsgError?
         /// Damaged records met (msg-record(5)): set aside as dead, never sent.
         public var damaged: [String] = []
         /// Why the run stopped early, if it did.
@@ -77,6 +80,7 @@ public final class Flusher {
             dead += other.dead
             released += other.released
             stopped = other.stopped ?? stopped
+            misconfigured = other.misconfigured ?? misconfigured
             lastFailure = other.lastFailure ?? lastFailure
         }
 
@@ -108,6 +112,8 @@ public final class Flusher {
     private let unit: @Sendable () -> Double
     private var attempted: Set<String> = []
     private var damaged: [String] = []
+    /// A `config` outcome: the transport cannot deliver as configured; the run stops.
+    private let misconfigured = FirstError()
 
     /// A flusher; `clock` and `unit` (a random number in [0, 1), for jitter) are
     /// injected so tests control time. `stop` is asked between transport calls.
@@ -150,6 +156,7 @@ public final class Flusher {
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         attempted = []
         damaged = []
+        misconfigured.clear()
         defer { progress?.finish() }
         var summary = Summary()
         var remaining = options.limit ?? Int.max
@@ -161,7 +168,7 @@ public final class Flusher {
         var inFlight = 0
         var exhausted = false
         while true {
-            if !exhausted && stop.reason != nil { exhausted = true }
+            if !exhausted && (stop.reason != nil || misconfigured.error != nil) { exhausted = true }
             if !exhausted && inFlight < 2 && remaining > 0 {
                 let claimed = try claimBatch(limit: min(options.batchSize, remaining))
                 if claimed.isEmpty {
@@ -180,6 +187,7 @@ public final class Flusher {
             progress?.update(summary.sent + summary.deferred + summary.dead)
         }
         if let outputError { throw outputError }
+        summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
         summary.damaged = damaged
         if let targets = options.targets {
@@ -209,13 +217,14 @@ public final class Flusher {
     private func startDeliveryThread(_ input: Channel<[Claimed]?>, _ output: Channel<Outcomes>) {
         let transport = SerializedTransport(self.transport)
         let (policy, faults, clock, unit, deadline, stop) = (self.policy, self.faults, self.clock, self.unit, options.deadline, self.stop)
+        let misconfigured = self.misconfigured
         let maximum = options.batchSize
         DispatchQueue(label: "msg.delivery").async {
             var sizer = SliceSizer(maximum: maximum)
             while let batch = input.receive() {
                 var outcomes: [DeliveryOutcome] = []
                 outcomes.reserveCapacity(batch.count)
-                while outcomes.count < batch.count && stop.reason == nil {
+                while outcomes.count < batch.count && stop.reason == nil && misconfigured.error == nil {
                     let slice = batch[outcomes.count..<min(batch.count, outcomes.count + sizer.size)].map(\.record)
                     let started = Monotonic.milliseconds()
                     var got = transport.deliver(slice, deadline: deadline)
@@ -226,6 +235,12 @@ public final class Flusher {
                         // out, so they fail retryably (the transport's dedup by id keeps it once).
                         let missing = MsgError(.remote, "the transport reported no outcome for this message")
                         got += Array(repeating: .failed(missing, retryAfter: nil), count: slice.count - got.count)
+                    }
+                    // A `config` failure: nothing can go out as configured. That message
+                    // and the rest are put back unattempted (Transport requirement 4).
+                    if let cut = got.prefix(slice.count).firstIndex(where: Self.isMisconfiguration) {
+                        if case .failed(let error, _) = got[cut] { misconfigured.keep(error) }
+                        got = Array(got[..<cut])
                     }
                     outcomes += got.prefix(slice.count)
                 }
@@ -245,6 +260,12 @@ public final class Flusher {
                 output.send(Outcomes(changes: changes, released: batch.count - outcomes.count))
             }
         }
+    }
+
+    /// Whether an outcome says the transport cannot deliver anything as configured.
+    private static func isMisconfiguration(_ outcome: DeliveryOutcome) -> Bool {
+        if case .failed(let error, _) = outcome, error.code == .config { return true }
+        return false
     }
 
     /// The earliest time a message this command takes becomes due, if any is waiting.
@@ -351,4 +372,12 @@ final class SerializedTransport: @unchecked Sendable {
     func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         lock.withLock { _ in transport.deliver(records, deadline: deadline) }
     }
+}
+
+/// The first error kept by any thread.
+final class FirstError: Sendable {
+    private let value = Mutex<MsgError?>(nil)
+    var error: MsgError? { value.withLock { $0 } }
+    func keep(_ error: MsgError) { value.withLock { $0 = $0 ?? error } }
+    func clear() { value.withLock { $0 = nil } }
 }

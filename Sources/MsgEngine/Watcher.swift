@@ -24,7 +24,7 @@ public struct Watcher {
         var total = Flusher.Summary()
         while true {
             total.add(try flusher.run())
-            if total.stopped == .closedOutput { return total }
+            if total.stopped == .closedOutput || total.misconfigured != nil { return total }
             var wait = poll.milliseconds
             if let due = try flusher.nextDue() {
                 wait = min(wait, max(0, due.milliseconds - clock().milliseconds))

@@ -107,11 +107,18 @@ import Testing
         #expect(try none.answers().first?["error"]?["message"]?.stringValue?.contains("needs a token") == true)
 
         let queued = try enqueue(s, 5)
-        let r = try s.sh("msg flush --transport '\(listener.url)?token=guess' > /dev/null; echo $?; msg queue count --status failed </dev/null")
-        #expect(r.lines == ["75", "5"], "\(r.err)")
-        #expect(r.err.contains("token"), "\(r.err)")
+        // A refused token is a configuration error: nothing is attempted or counted,
+        // the messages stay queued as they were, and flush (even --watch) stops with 78.
+        let r = try s.sh("""
+            msg flush --transport '\(listener.url)?token=guess' > /dev/null; echo $?
+            msg flush --watch --transport '\(listener.url)?token=guess' > /dev/null; echo $?
+            msg queue count --status queued </dev/null
+            msg queue ls | grep -c '"attempts":0'
+            """)
+        #expect(r.lines == ["78", "78", "5", "5"], "\(r.out)\(r.err)")
+        #expect(r.err.contains("refused the connection: receiver: wrong or missing token; check the token"), "\(r.err)")
         #expect(inbox(s).isEmpty)
-        let ok = try s.sh("msg retry --now --transport '\(listener.url)?token=s3cret' > /dev/null; echo $?")
+        let ok = try s.sh("msg flush --transport '\(listener.url)?token=s3cret' > /dev/null; echo $?")
         #expect(ok.out == "0\n", "\(ok.err)")
         #expect(onceEach(inbox(s), queued) == "", "the inbox")
     }

@@ -142,6 +142,39 @@ final class StoppingTransport: Transport {
     }
 }
 
+/// A transport that delivers its first `good` messages, then says it cannot
+/// deliver as configured (as a refused token does).
+final class MisconfiguredTransport: Transport {
+    var good: Int
+    init(good: Int) { self.good = good }
+    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
+        records.map { _ in
+            good -= 1
+            return good >= 0 ? .delivered(confirmed: false) : .failed(MsgError(.config, "refused: check the token"), retryAfter: nil)
+        }
+    }
+}
+
+@Suite struct FlusherMisconfigurationTests {
+    @Test func aConfigOutcomeStopsTheRunAndPutsTheRestBackUnattempted() throws {
+        let store = try PluginLoader().openStore("json:\(temporaryDirectory())/q.json")
+        let originals = (0..<50).map { Fixtures.message($0, createdOffset: Int64($0)) }
+        _ = try store.add(originals)
+        var options = Flusher.Options()
+        options.batchSize = 10
+        let devNull = open("/dev/null", O_WRONLY)
+        let summary = try Flusher(store: store, transport: MisconfiguredTransport(good: 3), policy: RetryPolicy(), options: options,
+                                  faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                                  stop: StopRequest(watchesSignals: false)).run()
+        #expect(summary.sent == 3 && summary.deferred == 0 && summary.dead == 0, "\(summary)")
+        #expect(summary.misconfigured?.code == .config && summary.misconfigured?.message == "refused: check the token")
+        #expect(try store.count(Query(statuses: [.sending])) == 0 && store.count(Query(statuses: [.sent])) == 3)
+        var after: [Message] = []
+        try store.list(Query(statuses: [.queued])) { after.append($0.message); return true }
+        #expect(after == Array(originals[3...]), "the refused one and the rest are back untouched: no attempt counted")
+    }
+}
+
 @Suite struct SliceSizerTests {
     @Test func growsWhileFastShrinksWhenSlowAndIgnoresShortSlices() {
         var s = SliceSizer(target: MsgDuration(milliseconds: 200), maximum: 1024, start: 16)

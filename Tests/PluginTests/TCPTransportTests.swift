@@ -68,7 +68,7 @@ final class RunningListener {
         for url in [l.url, l.url + "?token=wrong", l.url + "?token=s3cre"] {
             let outcome = try loader.openTransport(url).deliver([m], deadline: .seconds(3))
             guard case .failed(let e, _)? = outcome.first else { Issue.record("\(url) delivered"); continue }
-            #expect(e.code == .unreachable && e.message.contains("token"), "\(e.message)")
+            #expect(e.code == .config && e.message.contains("token"), "a refused token stops the run: \(e.message)")
         }
         #expect(inbox(dir).isEmpty)
         #expect(try loader.openTransport(l.url + "?token=s3cret").deliver([m], deadline: .seconds(3)) == [.delivered(confirmed: false)])

@@ -8,7 +8,9 @@
 /// 3. **Order.** Outcomes come back in the order of the messages given.
 /// 4. **Classify failures** with a delivery ``MsgError/Code``: `timeout`,
 ///    `unreachable` (offline: the attempt is not counted), `rate_limited`, `remote`
-///    (retryable), `rejected` (permanent: the message becomes `dead`).
+///    (retryable), `rejected` (permanent: the message becomes `dead`). `config`
+///    says the transport cannot deliver anything as configured (a refused token):
+///    the host puts that message and the rest back unattempted, stops, and exits 78.
 /// 5. **Honour the deadline** of each attempt; report `timeout` past it.
 /// 6. **Never crash on a record**: a hostile id or body is `rejected`.
 /// 7. **What a destination receives** is the record as ``Message/writeDelivered(to:)``
