@@ -46,6 +46,32 @@ enum ArgumentValue {
     }
 }
 
+/// What the shells complete (bash, zsh and fish scripts from `--generate-completion-script`,
+/// and `msg shell`'s own completion), as argument-parser asks for it.
+enum Completion {
+    /// The statuses and `all`.
+    static let statuses = CompletionKind.list(Status.allCases.map(\.rawValue) + ["all"])
+
+    /// Ids stored in the queue the command line names (`--store`, else the
+    /// environment and config file), up to 200 that start with what was typed.
+    static let ids = CompletionKind.custom { words, _, prefix in
+        var overrides = Settings.Overrides()
+        if let i = words.firstIndex(of: "--store"), i + 1 < words.count { overrides.store = words[i + 1] }
+        guard let settings = try? Settings.resolve(overrides) else { return [] }
+        let session = Session(settings: settings, reporter: Reporter { _ in })
+        var found: [String] = []
+        do {
+            try session.store(.read).list(Query()) { (r) throws(MsgError) -> Bool in
+                if r.message.id.hasPrefix(prefix) { found.append(r.message.id) }
+                return found.count < 200
+            }
+        } catch {
+            return []
+        }
+        return found
+    }
+}
+
 extension Array where Element == Set<Status> {
     /// Repeated status options as one set; nil (every status) when none was given.
     var union: Set<Status>? { isEmpty ? nil : reduce(into: Set<Status>()) { $0.formUnion($1) } }

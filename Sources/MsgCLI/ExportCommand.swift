@@ -12,7 +12,7 @@ struct ExportCommand: SessionCommand {
 
     @OptionGroup var global: GlobalOptions
     @Option(help: ArgumentHelp("Statuses: comma-separated or repeated, or all (default: failed,dead).", valueName: "list"),
-            transform: ArgumentValue.statuses)
+            completion: Completion.statuses, transform: ArgumentValue.statuses)
     var status: [Set<Status>] = []
     @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 7d).", transform: ArgumentValue.time)
     var since: Timestamp?

@@ -5,7 +5,7 @@ import MsgKit
 /// The filters of `queue ls` and `queue count`.
 struct FilterOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only these statuses: comma-separated or repeated (queued,failed…), or all.", valueName: "list"),
-            transform: ArgumentValue.statuses)
+            completion: Completion.statuses, transform: ArgumentValue.statuses)
     var status: [Set<Status>] = []
 
     @Option(help: "Only messages to this recipient.") var to: String?

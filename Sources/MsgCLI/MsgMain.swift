@@ -47,7 +47,7 @@ public enum MsgMain {
     /// Runs msg with `arguments` and returns the exit status.
     public static func run(arguments: [String]) -> Int32 {
         // `--version` does no work, so it does not pay for building the command tree.
-        if arguments == ["--version"] {
+        if arguments == ["--version"] || arguments == ["-V"] || arguments == ["version"] {
             let out = ByteOutput()
             out.write(MsgVersion.current + "\n")
             return (try? out.flush()) == nil ? 74 : 0

@@ -6,7 +6,7 @@ import MsgKit
 struct QueueShowCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "Print one message with its history.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The message id.") var id: String
+    @Argument(help: "The message id.", completion: Completion.ids) var id: String
 
     func run(_ session: Session) throws {
         let m = try QueueOperations(store: try session.store(.read), reporter: session.reporter).show(id)
@@ -84,7 +84,8 @@ struct QueueStatsCommand: SessionCommand {
 struct QueuePurgeCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "purge", abstract: "Remove sent, delivered, read or dead messages not updated for a while.")
     @OptionGroup var global: GlobalOptions
-    @Option(help: ArgumentHelp("Statuses to purge: comma-separated or repeated.", valueName: "list"), transform: ArgumentValue.statuses)
+    @Option(help: ArgumentHelp("Statuses to purge: comma-separated or repeated.", valueName: "list"),
+            completion: Completion.statuses, transform: ArgumentValue.statuses)
     var status: [Set<Status>]
     @Option(name: .customLong("older-than"), help: "Only messages not updated for this long (e.g. 30d).", transform: ArgumentValue.duration)
     var olderThan: MsgDuration

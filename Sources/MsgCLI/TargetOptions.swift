@@ -5,7 +5,7 @@ import MsgKit
 /// The messages a command acts on: ids as arguments, else read from stdin when it
 /// is not a terminal (records, `{"id":…}` objects or bare ids, one per line).
 struct TargetOptions: ParsableArguments {
-    @Argument(help: "Message ids; without them, ids are read from stdin when it is not a terminal.")
+    @Argument(help: "Message ids; without them, ids are read from stdin when it is not a terminal.", completion: Completion.ids)
     var ids: [String] = []
 
     func validate() throws {

@@ -4,7 +4,8 @@
 import MsgKit
 
 /// The config file: `key = value` lines, `#` comments. Keys: `store`, `transport`,
-/// `plugin_path`. Values may use `~/` and `$MSG_HOME`.
+/// `plugin_path`, `listen`. Values may use `$MSG_HOME`, `$HOME` and a leading `~/`
+/// (also right after a scheme: `sqlite:~/q.db`).
 ///
 /// Read from `--config`/`MSG_CONFIG` (which must exist), else
 /// `$XDG_CONFIG_HOME/msg/config` or `~/.config/msg/config` when present.
@@ -55,7 +56,14 @@ enum ConfigFile {
 
     static func expand(_ value: String, home: String, env: (String) -> String?) -> String {
         var v = value.replacingOccurrences(of: "$MSG_HOME", with: home)
-        if v.hasPrefix("~/"), let user = env("HOME") { v = user + v.dropFirst(1) }
+        guard let user = env("HOME") else { return v }
+        v = v.replacingOccurrences(of: "$HOME", with: user)
+        // `~/` at the start of the value or of the path after a scheme (`sqlite:~/q.db`).
+        if v.hasPrefix("~/") {
+            v = user + v.dropFirst(1)
+        } else if let colon = v.firstIndex(of: ":"), v[v.index(after: colon)...].hasPrefix("~/") {
+            v = String(v[...colon]) + user + v[v.index(colon, offsetBy: 2)...]
+        }
         return v
     }
 }

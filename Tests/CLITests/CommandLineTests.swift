@@ -53,6 +53,30 @@ import Testing
         #expect(help.lines.contains("0"))
     }
 
+    /// The generated completions offer statuses and the ids in the store, as bash
+    /// asks for them; `-V` and `version` print the version.
+    @Test func completionsOfferStatusesAndStoredIds() throws {
+        let s = try Sandbox()
+        let id = try s.sh("msg compose --to a --body b --enqueue | cut -c8-43").out.trimmingCharacters(in: .newlines)
+        let script = try s.sh("msg --generate-completion-script bash").out
+        #expect(script.contains("'queued'$'\\n''held'$'\\n''sending'") && script.contains("''dead'$'\\n''all'"), "statuses are offered")
+        let ids = try s.sh("SAP_SHELL=bash msg ---completion queue hold -- positional@0 3 2 msg queue hold \(id.prefix(8))")
+        #expect(ids.out == id + "\n", "\(ids.out)\(ids.err)")
+        let version = try s.sh("msg -V; msg version; msg --version")
+        #expect(version.lines.count == 3 && Set(version.lines).count == 1, "\(version.out)")
+    }
+
+    @Test func theConfigFileExpandsHomeAfterTheScheme() throws {
+        let s = try Sandbox()
+        let config = try s.file("msg.conf", "store = sqlite:~/tilde.sqlite\ntransport = file:$HOME/drop\n")
+        let r = try s.sh("""
+            msg compose --to a --body b | msg queue add --config \(config) > /dev/null
+            msg flush --config \(config) > /dev/null
+            ls tilde.sqlite; ls drop/new | wc -l
+            """, env: ["HOME": s.home])
+        #expect(r.lines == ["tilde.sqlite", "1"], "\(r.out)\(r.err)")
+    }
+
     @Test func unknownSchemeExits69AndSaysWhatIsKnown() throws {
         let s = try Sandbox()
         let r = try s.sh("msg queue ls --store redis://localhost")

@@ -13,7 +13,8 @@ import Testing
         #expect(installed.status == 0, "\(installed.err)")
         for file in ["bin/msg", "lib/libMsgKit.so", "lib/msg/plugins/libSQLiteStore.so", "lib/msg/plugins/libTCPTransport.so",
                      "share/man/man1/msg.1", "share/man/man1/msg-flush.1", "share/man/man5/msg-record.5", "share/man/man7/msg-tcp.7",
-                     "share/bash-completion/completions/msg", "share/zsh/site-functions/_msg", "share/fish/vendor_completions.d/msg.fish"] {
+                     "share/bash-completion/completions/msg", "share/zsh/site-functions/_msg", "share/fish/vendor_completions.d/msg.fish",
+                     "share/msg/msg-cron", "share/msg/crontab", "share/msg/systemd/msg-flush.service", "share/msg/systemd/msg-recover.timer"] {
             #expect(FileManager.default.fileExists(atPath: "\(s.home)/moved/\(file)"), "\(file) installed")
         }
         // Nothing from the build: a bare environment, msg by its installed path only.
@@ -30,6 +31,11 @@ import Testing
         }
         let pipeline = try s.sh("\(bare) compose --to ann --body hi | \(bare) queue add | \(bare) flush | wc -l; ls home/outbox/new | wc -l")
         #expect(pipeline.lines == ["1", "1"], "\(pipeline.err)")
+        // What the examples call, pointing into the prefix it was installed under.
+        let unit = try String(contentsOfFile: "\(s.home)/moved/share/msg/systemd/msg-flush.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=\(s.home)/prefix/bin/msg flush --watch"), "\(unit)")
+        let crontab = try String(contentsOfFile: "\(s.home)/moved/share/msg/crontab", encoding: .utf8)
+        #expect(crontab.contains("\(s.home)/prefix/share/msg/msg-cron"), "\(crontab)")
         let completion = try String(contentsOfFile: "\(s.home)/moved/share/bash-completion/completions/msg", encoding: .utf8)
         #expect(completion.contains("flush") && completion.contains("--transport"))
     }
