@@ -39,6 +39,6 @@ struct ComposeCommand: SessionCommand {
         let store = enqueue ? try session.store() : nil
         let invocation = Invocation.current
         try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, input: invocation.input,
-                                reporter: invocation.reporter).run(to: to, body: body))
+                                reporter: invocation.reporter).run(to: to, body: body, progress: Progress(enqueue ? "stored" : "composed")))
     }
 }

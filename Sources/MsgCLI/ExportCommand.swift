@@ -41,7 +41,8 @@ struct ExportCommand: SessionCommand {
         options.format = format
         options.out = out
         options.redactBody = redact == "body"
-        let n = try Exporter(store: try session.store(.read), options: options).run()
+        let n = try Exporter(store: try session.store(.read), options: options)
+            .run(progress: Progress("exported", enabled: Diagnostics.stderrIsTerminal && (out != nil || !Diagnostics.stdoutIsTerminal)))
         if let out { Diagnostics.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
     }
 }

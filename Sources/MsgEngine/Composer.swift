@@ -27,7 +27,7 @@ public struct Composer {
     /// completes the drafts on stdin.
     /// - Returns: the exit status (65 when a draft was bad).
     /// - Throws: `usage`, `storeIO`…
-    public func run(to: String?, body: String?) throws(MsgError) -> Int32 {
+    public func run(to: String?, body: String?, progress: Progress? = nil) throws(MsgError) -> Int32 {
         if let body, let to {
             let text = body == "-" ? try readBody() : body
             let r = try RecordPipeline.encode(try drafts.make(to: to, body: text)).get()
@@ -42,7 +42,7 @@ public struct Composer {
         let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in try drafts.complete(JSONParser.parseInput(line)) },
                                       store: store, writer: writer, onError: onError, reporter: reporter)
         var reader = NDJSONReader(fd: input)
-        return try pipeline.run(&reader).exitCode
+        return try pipeline.run(&reader, progress: progress).exitCode
     }
 
     /// The input as the body, without one trailing newline (as `$(…)` would).

@@ -26,10 +26,10 @@ public struct Exporter {
     /// is written, so memory does not grow with the export.
     /// - Returns: the number of records. - Throws: store and file errors; then an
     ///   existing `--out` file and its manifest are left as they were.
-    public func run() throws(MsgError) -> Int {
+    public func run(progress: Progress? = nil) throws(MsgError) -> Int {
         guard let path = options.out else {
             let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true)
-            let count = try write(formatter)
+            let count = try write(formatter, progress)
             try formatter.finish()
             return count
         }
@@ -40,7 +40,7 @@ public struct Exporter {
             hash.update(bytes)
             try file.write(bytes)
         }
-        let count = try write(formatter)
+        let count = try write(formatter, progress)
         try formatter.finish()
         // The file and its manifest, each replaced atomically: the data first, so a
         // manifest never describes a file that is not there.
@@ -50,13 +50,16 @@ public struct Exporter {
         return count
     }
 
-    private func write(_ formatter: RecordFormatter) throws(MsgError) -> Int {
+    private func write(_ formatter: RecordFormatter, _ progress: Progress?) throws(MsgError) -> Int {
         var count = 0
+        defer { progress?.finish() }
+        if let progress, progress.isShown { progress.total = try store.count(options.query) }
         try store.list(options.query) { (r) throws(MsgError) -> Bool in
             var x = r.message
             if options.redactBody { x.body = "[redacted]" }
             try formatter.write(x)
             count += 1
+            if count & 1023 == 0 { progress?.update(count) }
             return true
         }
         return count

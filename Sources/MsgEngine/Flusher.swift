@@ -158,12 +158,18 @@ public final class Flusher {
         damaged = []
         misconfigured.clear()
         defer { progress?.finish() }
+        if let progress, progress.isShown {
+            // What is due now, so the line says how far along the run is.
+            var due = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : clock(), ids: options.targets.map(Set.init))
+            due.limit = options.limit
+            progress.total = try store.count(due)
+        }
         var summary = Summary()
         var remaining = options.limit ?? Int.max
         let toDeliver = Channel<[Claimed]?>(capacity: 1)
         let delivered = Channel<Outcomes>(capacity: 1)
         outputError = nil
-        startDeliveryThread(toDeliver, delivered)
+        startDeliveryThread(toDeliver, delivered, progress)
         defer { toDeliver.send(nil) }
         var inFlight = 0
         var exhausted = false
@@ -184,7 +190,6 @@ public final class Flusher {
             let outcomes = delivered.receive()
             inFlight -= 1
             try record(outcomes, into: &summary)
-            progress?.update(summary.sent + summary.deferred + summary.dead)
         }
         if let outputError { throw outputError }
         summary.misconfigured = misconfigured.error
@@ -214,13 +219,14 @@ public final class Flusher {
     /// The delivery thread: takes claimed batches in order until nil, delivers each
     /// slice by slice and hands back the changes that record the outcomes, and those
     /// that put back what a stop request left unattempted.
-    private func startDeliveryThread(_ input: Channel<[Claimed]?>, _ output: Channel<Outcomes>) {
+    private func startDeliveryThread(_ input: Channel<[Claimed]?>, _ output: Channel<Outcomes>, _ progress: Progress?) {
         let transport = SerializedTransport(self.transport)
         let (policy, faults, clock, unit, deadline, stop) = (self.policy, self.faults, self.clock, self.unit, options.deadline, self.stop)
         let misconfigured = self.misconfigured
         let maximum = options.batchSize
         DispatchQueue(label: "msg.delivery").async {
             var sizer = SliceSizer(maximum: maximum)
+            var attempted = 0  // across batches, for the progress line
             while let batch = input.receive() {
                 var outcomes: [DeliveryOutcome] = []
                 outcomes.reserveCapacity(batch.count)
@@ -243,7 +249,9 @@ public final class Flusher {
                         got = Array(got[..<cut])
                     }
                     outcomes += got.prefix(slice.count)
+                    progress?.update(attempted + outcomes.count)
                 }
+                attempted += outcomes.count
                 let done = clock()
                 var changes: [Change] = []
                 changes.reserveCapacity(batch.count)

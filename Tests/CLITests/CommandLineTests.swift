@@ -77,6 +77,19 @@ import Testing
         #expect(r.lines == ["tilde.sqlite", "1"], "\(r.out)\(r.err)")
     }
 
+    /// Long work says how far along it is on a terminal, as "N of TOTAL", and
+    /// leaves no trace in the records; off a terminal it says nothing.
+    @Test func progressShowsATotalAtATerminalOnly() throws {
+        let s = try Sandbox()
+        let queued = try s.sh(#"for n in $(seq 200); do echo "{\"to\":\"u$n\",\"body\":\"b\"}"; done | msg compose --enqueue | wc -l"#)
+        #expect(queued.out == "200\n", "\(queued.err)")
+        let t = try TerminalSession("cd '\(s.home)' && MSG_HOME='\(s.home)' XDG_CONFIG_HOME='\(s.home)/config' '\(buildDirectory)/msg' flush --transport 'stdout:?fd=3&latency=10ms' > flushed 3>/dev/null")
+        #expect(t.waitFor(" of 200") != nil, "a total while it runs: \(t.screen)")
+        #expect(t.waitFor("EXITED 0") != nil, "\(t.screen)")
+        let piped = try s.sh("msg queue count --status sent; wc -l < flushed")
+        #expect(piped.lines == ["200", "200"] && piped.err.isEmpty, "\(piped.out)\(piped.err)")
+    }
+
     @Test func unknownSchemeExits69AndSaysWhatIsKnown() throws {
         let s = try Sandbox()
         let r = try s.sh("msg queue ls --store redis://localhost")
