@@ -7,10 +7,19 @@ struct QueueShowCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "Print one message with its history.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The message id.", completion: Completion.ids) var id: String
+    @Option(help: "ndjson or table: a field a line, then the history (default: table on a terminal, else ndjson).")
+    var format: OutputFormat?
+
+    func validate() throws {
+        if let format, format != .ndjson && format != .table { throw ValidationError("--format for one message is ndjson or table") }
+    }
 
     func run(_ session: Session) throws {
         let m = try QueueOperations(store: try session.store(.read), reporter: session.reporter).show(id)
-        try NDJSONWriter().write(m)
+        guard (format ?? .automatic) == .table else { return try NDJSONWriter().write(m) }
+        let out = ByteOutput()
+        out.write(RecordSheet.text(m))
+        try out.flush()
     }
 }
 

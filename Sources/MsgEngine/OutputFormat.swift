@@ -17,7 +17,6 @@ public final class RecordFormatter {
     private let ndjson: NDJSONWriter
     private var count = 0
 
-    /// The stable CSV columns, in order.
     /// The record's fields (``RecordField``) as CSV columns, in reading order; the
     /// sender's lease is not among them.
     static let csvFields: [RecordField] = [.id, .status, .attempts, .to, .from, .body, .headers, .createdAt, .updatedAt,
@@ -31,12 +30,49 @@ public final class RecordFormatter {
 
     /// A formatter to `output` (standard output by default), or to `sink` when given
     /// (a file being written atomically, say).
-    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput(), sink: Sink? = nil) {
+    /// A formatter to `output` (standard output by default), or to `sink` when given
+    /// (a file being written atomically, say). A table fits `width` cells (default:
+    /// the terminal's) and says when a message is next due relative to `now`.
+    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput(), sink: Sink? = nil,
+                width: Int? = TextTable.terminalWidth(), now: Timestamp = .now()) {
         self.format = format
         self.includeHistory = includeHistory
         self.output = output
         self.sink = sink
         self.ndjson = NDJSONWriter(output: output, flushEveryLine: false)
+        self.showsCreated = width.map { $0 >= 120 } ?? true
+        self.table = TextTable(Self.tableColumns(showingCreated: showsCreated), width: width)
+        self.now = now
+    }
+
+    private let table: TextTable
+    private let showsCreated: Bool
+    private let now: Timestamp
+
+    /// The columns a person reads at a terminal, as `postqueue -p` has them: when it
+    /// is next due and why the last attempt failed beside what it is. Under 120
+    /// cells the creation time gives its room to the others.
+    static func tableColumns(showingCreated: Bool) -> [TextTable.Column] {
+        [.fixed("ID", 36), .fixed("STATUS", 9), .fixed("ATT", 3)] + (showingCreated ? [.fixed("CREATED", 11)] : [])
+            + [.fixed("NEXT", 7), .flexible("TO", share: 2), .flexible("LAST ERROR", share: 3), .flexible("BODY", share: 3)]
+    }
+
+    private func tableRow(_ m: Message) -> String {
+        let created = String(m.createdAt.description.dropFirst(5).prefix(11)).replacingOccurrences(of: "T", with: " ")
+        let error = m.lastError.map { "\($0.code): \($0.message)" } ?? ""
+        return table.row([m.id, m.status.rawValue, String(m.attempts)] + (showsCreated ? [created] : [])
+                         + [Self.next(m, now: now), m.to, error, m.body])
+    }
+
+    /// When a waiting message goes out: `in 4m`, `due`, or `-` (not waiting).
+    static func next(_ m: Message, now: Timestamp) -> String {
+        guard [.queued, .failed].contains(m.status) else { return "-" }
+        guard let due = m.dueAt, due > now else { return "due" }
+        let seconds = (due.milliseconds - now.milliseconds + 999) / 1000
+        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where seconds >= size {
+            return "in \(seconds / size)\(unit)"
+        }
+        return "in \(seconds)s"
     }
 
     private func drain(always: Bool = false) throws(MsgError) {
@@ -67,9 +103,8 @@ public final class RecordFormatter {
             if count == 0 { output.write(Self.csvColumns.joined(separator: ",") + "\r\n") }
             output.write(csvRow(m))
         case .table:
-            if count == 0 { output.write(Self.tableRow(["ID", "STATUS", "ATT", "CREATED", "TO", "BODY"])) }
-            output.write(Self.tableRow([m.id, m.status.rawValue, String(m.attempts), m.createdAt.description,
-                                        Self.clip(m.to, 20), Self.clip(m.body, 40)]))
+            if count == 0 { output.write(table.header) }
+            output.write(tableRow(m))
         }
         try drain()
     }
@@ -160,19 +195,4 @@ public final class RecordFormatter {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private static let widths = [36, 9, 3, 24, 20, 0]
-
-    private static func tableRow(_ cells: [String]) -> String {
-        var line = ""
-        for (i, cell) in cells.enumerated() {
-            line += cell
-            if widths[i] > 0 { line += String(repeating: " ", count: max(1, widths[i] - cell.count + 2)) }
-        }
-        return line + "\n"
-    }
-
-    private static func clip(_ s: String, _ width: Int) -> String {
-        let flat = String(s.map { $0 == "\n" || $0 == "\r" || $0 == "\t" ? " " : $0 })
-        return flat.count <= width ? flat : String(flat.prefix(width - 1)) + "…"
-    }
 }

@@ -31,8 +31,10 @@ public struct PluginReport {
     /// Writes the rows as ndjson or a table. - Throws: `storeIO` when the output fails.
     public func write(format: OutputFormat, output: ByteOutput = ByteOutput()) throws(MsgError) {
         if format == .table {
-            output.write(pad(["NAME", "KIND", "SCHEMES", "VERSION", "PATH"]))
-            for r in rows { output.write(pad([r.name, r.kind, r.schemes.joined(separator: ","), r.version, r.path])) }
+            let table = TextTable([.fixed("NAME", 17), .fixed("KIND", 18), .fixed("SCHEMES", 18), .fixed("VERSION", 7),
+                                   .flexible("PATH", share: 1)], width: TextTable.terminalWidth())
+            output.write(table.header)
+            for r in rows { output.write(table.row([r.name, r.kind, r.schemes.joined(separator: ","), r.version, r.path])) }
             try output.flush()
             return
         }
@@ -44,15 +46,5 @@ public struct PluginReport {
                 .init("version", .string(r.version)), .init("path", .string(r.path)),
             ]))
         }
-    }
-
-    private func pad(_ cells: [String]) -> String {
-        let widths = [18, 10, 10, 8]
-        var line = ""
-        for (i, c) in cells.enumerated() {
-            line += c
-            if i < widths.count { line += String(repeating: " ", count: max(1, widths[i] - c.count + 1)) }
-        }
-        return line + "\n"
     }
 }

@@ -119,6 +119,35 @@ import Testing
         #expect(r.err.contains("msg: \(b): it is sent, not failed"), "\(r.err)")
     }
 
+    /// A table fits the terminal in display cells: a CJK recipient takes two cells a
+    /// character and shifts no column; what does not fit is cut with an ellipsis.
+    @Test func tablesFitTheTerminalInDisplayCells() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to '山田太郎@example.jp' --body 'こんにちは世界, a long body that goes on and on' --enqueue > /dev/null
+            msg compose --to bob --body short --enqueue > /dev/null
+            msg flush --transport 'stdout:?fail=1&error=timeout' > /dev/null 2>&1
+            COLUMNS=100 msg queue ls --format table
+            COLUMNS=100 msg plugins --format table
+            """)
+        func cells(_ line: String) -> Int {
+            line.unicodeScalars.reduce(0) { $0 + ((0x3000...0x9FFF).contains($1.value) ? 2 : 1) }
+        }
+        let lines = r.lines
+        #expect(lines.count >= 5 && lines.allSatisfy { cells($0) <= 100 }, "\(lines.map { "\(cells($0)) \($0)" })")
+        // Every row's ERROR cell starts where its header does, counted in cells.
+        let header = lines[0]
+        let column = cells(String(header[..<header.range(of: "LAST ERROR")!.lowerBound]))
+        for row in lines[1...2] {
+            let error = row.range(of: "timeout")!
+            #expect(cells(String(row[..<error.lowerBound])) == column, "\(row)")
+        }
+        #expect(lines[1].contains("…") && !lines[1].contains("\n"), "cut, not wrapped: \(lines[1])")
+        let shown = try s.sh("msg queue ls | head -1 | cut -c8-43 | xargs msg queue show --format table")
+        #expect(shown.lines.first?.hasPrefix("id          ") == true && shown.out.contains("\nlast error  timeout: "), "\(shown.out)")
+        #expect(shown.out.contains("\nhistory\n") && shown.out.contains("  attempt   sending"), "\(shown.out)")
+    }
+
     @Test func statsAndPurge() throws {
         let s = try Sandbox()
         _ = try s.sh("for i in 1 2 3; do msg compose --to a --body $i --enqueue; done; msg flush --limit 2 >/dev/null")
