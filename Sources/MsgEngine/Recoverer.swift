@@ -67,6 +67,8 @@ public struct Recoverer {
         for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
         var decided: [Message] = []
         let resolved = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
+            // A damaged record is set aside as dead by the store, not recovered.
+            if m.isDamaged { return nil }
             if let lease = m.lease, Owner.isAlive(lease, now: now) {
                 summary.alive += 1
                 return nil
