@@ -26,8 +26,17 @@ struct Row {
              status: String(decoding: s.bytes(5), as: UTF8.self), text: Array(text), historyOffset: historyOffset)
     }
 
-    /// The record, or the damaged record in place of text that does not read.
-    func record() -> EncodedMessage { copy().record() }
+    /// The record, or the damaged record in place of text that does not read (the
+    /// other columns are read only then).
+    func record() -> EncodedMessage {
+        let bytes = Array(text)
+        do throws(MsgError) {
+            return try EncodedMessage(stored: bytes, historyOffset: historyOffset)
+        } catch {
+            return .damaged(id: id, to: String(decoding: s.bytes(3), as: UTF8.self), createdAt: Timestamp(milliseconds: s.int64(4)),
+                            text: bytes, error: error, now: .now())
+        }
+    }
 
     /// Whether the text has the shape msg writes for this row: its own id first, its
     /// history where the row says, a closing brace last. Text edited by hand seldom

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+
 /// A record together with its canonical JSON text: what crosses the plugin boundary
 /// (docs/DESIGN.md 4).
 ///
@@ -55,7 +59,10 @@ public struct EncodedMessage: Sendable, Equatable {
         guard h > 0, h + historyKey.count < json.count, json.last == UInt8(ascii: "}"),
               json[h..<(h + historyKey.count)].elementsEqual(historyKey) else { return false }
         // A raw line break can only be whitespace between tokens (JSON strings escape it).
-        return !json.contains(where: { $0 == 0x0A || $0 == 0x0D })
+        return json.withUnsafeBufferPointer { b in
+            guard let base = b.baseAddress else { return false }
+            return memchr(base, 0x0A, b.count) == nil && memchr(base, 0x0D, b.count) == nil
+        }
     }
 
     /// The JSON text without history.
