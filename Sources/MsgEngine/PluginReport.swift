@@ -34,7 +34,10 @@ public struct PluginReport {
             let table = TextTable([.fixed("NAME", 17), .fixed("KIND", 18), .fixed("SCHEMES", 18), .fixed("VERSION", 7),
                                    .flexible("PATH", share: 1)], width: TextTable.terminalWidth())
             output.write(table.header)
-            for r in rows { output.write(table.row([r.name, r.kind, r.schemes.joined(separator: ","), r.version, r.path])) }
+            let pathWidth = table.widths.last ?? 0
+            for r in rows {
+                output.write(table.row([r.name, r.kind, r.schemes.joined(separator: ","), r.version, TextTable.fitKeepingEnd(r.path, pathWidth)]))
+            }
             try output.flush()
             return
         }

@@ -85,6 +85,15 @@ public struct TextTable: Sendable {
         return out
     }
 
+    /// `text` within `width` cells, cut at its start (`…/release/libX.so`): for paths,
+    /// whose end says the most.
+    public static func fitKeepingEnd(_ text: String, _ width: Int) -> String {
+        guard displayWidth(text) > width, width > 0 else { return fit(text, width) }
+        let reversed = String(String.UnicodeScalarView(text.unicodeScalars.reversed()))
+        let kept = fit(reversed, width).unicodeScalars.dropLast()  // its own ellipsis
+        return "…" + String(String.UnicodeScalarView(kept.reversed()))
+    }
+
     /// How many terminal cells `text` takes.
     public static func displayWidth(_ text: String) -> Int {
         text.unicodeScalars.reduce(0) { $0 + cells($1) }

@@ -16,6 +16,8 @@ import Testing
         #expect(TextTable.fit("山田太郎", 5) == "山田…", "never half a wide character")
         #expect(TextTable.fit("a\nb\tc\u{7}", 10) == "a b c", "line breaks and tabs are spaces, controls go")
         #expect(TextTable.fit("abc", 0) == "")
+        #expect(TextTable.fitKeepingEnd("/a/b/c/libX.so", 9) == "…/libX.so", "a path keeps its end")
+        #expect(TextTable.fitKeepingEnd("/a/libX.so", 20) == "/a/libX.so")
     }
 
     @Test func flexibleColumnsShareWhatIsLeftAndRowsNeverPassTheWidth() {
