@@ -18,6 +18,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private let peer: String
     private let refusals: Refusals
     private let helloDeadline: TimeAmount?
+    private var helloTimer: Scheduled<Void>?
 
     private var authenticated: Bool
     private var lineNumber = 0
@@ -44,13 +45,20 @@ final class ReceiverHandler: ChannelDuplexHandler {
     /// connections cannot use up the listener's descriptors.
     func channelActive(context: ChannelHandlerContext) {
         if let helloDeadline {
-            context.eventLoop.assumeIsolated().scheduleTask(in: helloDeadline) {
+            helloTimer = context.eventLoop.assumeIsolated().scheduleTask(in: helloDeadline) {
                 guard !self.authenticated, !self.inputDone else { return }
                 self.refusals.say("closed a connection from \(self.peer): no hello within \(helloDeadline.nanoseconds / 1_000_000_000)s")
                 context.close(promise: nil)
             }
         }
         context.fireChannelActive()
+    }
+
+    /// A connection the peer closed before the deadline is not reported as idle.
+    func channelInactive(context: ChannelHandlerContext) {
+        helloTimer?.cancel()
+        helloTimer = nil
+        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

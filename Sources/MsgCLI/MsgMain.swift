@@ -86,8 +86,15 @@ public enum MsgMain {
 func oneLine(_ message: String, arguments: [String]) -> String {
     var line = message.split(separator: "\n").first.map(String.init) ?? "the command line is wrong"
     if line.hasPrefix("Error: ") { line.removeFirst("Error: ".count) }
-    let command = arguments.prefix { !$0.hasPrefix("-") }.prefix(2).joined(separator: " ")
-    return line + " (see msg \(command.isEmpty ? "" : command + " ")--help)"
+    // The command words: as far as they name subcommands (ids and other arguments follow).
+    var command: any ParsableCommand.Type = MsgCommand.self
+    var path: [String] = []
+    for word in arguments {
+        guard let next = command.configuration.subcommands.first(where: { $0._commandName == word }) else { break }
+        command = next
+        path.append(word)
+    }
+    return line + " (see msg \(path.isEmpty ? "" : path.joined(separator: " ") + " ")--help)"
 }
 
 /// Turns a command's result status into the thrown `ExitCode` argument-parser expects.
