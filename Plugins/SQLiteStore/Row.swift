@@ -27,15 +27,9 @@ struct Row {
     }
 
     /// The record, or the damaged record in place of text that does not read (the
-    /// other columns are read only then).
+    /// other columns are copied only then, through ``Copy``).
     func record() -> EncodedMessage {
-        let bytes = Array(text)
-        do throws(MsgError) {
-            return try EncodedMessage(stored: bytes, historyOffset: historyOffset)
-        } catch {
-            return .damaged(id: id, to: String(decoding: s.bytes(3), as: UTF8.self), createdAt: Timestamp(milliseconds: s.int64(4)),
-                            text: bytes, error: error, now: .now())
-        }
+        (try? EncodedMessage(stored: Array(text), historyOffset: historyOffset)) ?? copy().record()
     }
 
     /// Whether the text has the shape msg writes for this row: its own id first, its

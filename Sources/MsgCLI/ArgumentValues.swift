@@ -58,17 +58,7 @@ enum Completion {
         var overrides = Settings.Overrides()
         if let i = words.firstIndex(of: "--store"), i + 1 < words.count { overrides.store = words[i + 1] }
         guard let settings = try? Settings.resolve(overrides) else { return [] }
-        let session = Session(settings: settings, reporter: Reporter { _ in })
-        var found: [String] = []
-        do {
-            try session.store(.read).list(Query()) { (r) throws(MsgError) -> Bool in
-                if r.message.id.hasPrefix(prefix) { found.append(r.message.id) }
-                return found.count < 200
-            }
-        } catch {
-            return []
-        }
-        return found
+        return Session(settings: settings, reporter: Reporter { _ in }).storedIDs(startingWith: prefix)
     }
 }
 

@@ -37,7 +37,7 @@ final class InteractiveShell {
         history = ShellHistory(path: settings.home + "/history")
         let session = Session(settings: settings)
         session.reportsSetAside = false
-        let box = CompleterBox(ShellCompleter(ids: { prefix in Self.ids(startingWith: prefix, session) }))
+        let box = CompleterBox(ShellCompleter(ids: { prefix in session.storedIDs(startingWith: prefix) }))
         Self.completer.withLock { $0 = box }
     }
 
@@ -136,19 +136,6 @@ final class InteractiveShell {
         return array
     }
 
-    /// Up to 200 stored ids that start with `prefix`, for completion.
-    private static func ids(startingWith prefix: String, _ session: Session) -> [String] {
-        var found: [String] = []
-        do {
-            try session.store(.read).list(Query()) { (r) throws(MsgError) -> Bool in
-                if r.message.id.hasPrefix(prefix) { found.append(r.message.id) }
-                return found.count < 200
-            }
-        } catch {
-            return []
-        }
-        return found
-    }
 }
 
 /// The completer, reachable from readline's completion callback.

@@ -52,6 +52,21 @@ public final class Session {
         return s
     }
 
+    /// Up to `limit` stored ids that start with `prefix`, in FIFO order, for
+    /// completion; none when the store cannot be read.
+    public func storedIDs(startingWith prefix: String, limit: Int = 200) -> [String] {
+        var found: [String] = []
+        do {
+            try store(.read).list(Query()) { (r) throws(MsgError) -> Bool in
+                if r.message.id.hasPrefix(prefix) { found.append(r.message.id) }
+                return found.count < limit
+            }
+        } catch {
+            return []
+        }
+        return found
+    }
+
     /// The transport, opened on first use. - Throws: `unavailable`, `config`.
     public func transport() throws(MsgError) -> any Transport {
         if let openTransport { return openTransport }
