@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "SQLiteStore", type: .dynamic, targets: ["SQLiteStore"]),
         .library(name: "FileDropTransport", type: .dynamic, targets: ["FileDropTransport"]),
         .library(name: "TCPTransport", type: .dynamic, targets: ["TCPTransport"]),
+        .library(name: "ExecTransport", type: .dynamic, targets: ["ExecTransport"]),
     ],
     dependencies: [
         .package(path: "MsgKit"),
@@ -41,6 +42,8 @@ let package = Package(
         plugin("TCPTransport", dependencies: [
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        plugin("ExecTransport", dependencies: ["CProcess"]),
+        .target(name: "CProcess"),
         .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import MsgKit
+
+/// The `exec:` transport, msg's pipe(8): runs a command once per message, without
+/// a shell, and reads its exit status as sysexits (``ExitClassifier``).
+///
+/// `exec:/usr/sbin/sendmail -i -- bob@example.com?input=body&concurrency=4`:
+/// the path is the command line, split into words by ``CommandWords`` (write `?`
+/// as `%3F` and `%` as `%25` in it). Parameters:
+/// - `input=record` (default): standard input is the record as a destination
+///   receives it (``EncodedMessage/deliveredJSON``) and a newline; `input=body`:
+///   the body alone.
+/// - `concurrency=N` (1 to 256, default 1): commands running at once; outcomes
+///   are still reported in order.
+/// - `grace=DURATION` (default 2s): between SIGTERM and SIGKILL at the deadline.
+/// - `lookup=COMMAND`: asked by `recover` whether `MSG_ID` was delivered: exit 0
+///   yes, 1 no, anything else unknown.
+///
+/// The environment is msg's, with `MSG_ID`, `MSG_TO`, `MSG_FROM`, `MSG_ATTEMPT`
+/// (this attempt's number, from 1) and `MSG_HEADER_<NAME>` per header (the name
+/// upper-cased, every character but a letter or digit made `_`) set for the
+/// message, and any inherited ones of those names removed. Standard output goes to
+/// /dev/null; the first line of standard error is the error's message.
+public final class ExecTransport: Transport {
+    let argv: [String]
+    let lookupArgv: [String]?
+    let inputBody: Bool
+    let pool: ProcessPool
+    private let baseEnvironment: [String]
+
+    /// How long `lookup` gives its command.
+    static let lookupDeadline: Int64 = 30_000
+
+    /// Reads the URL. - Throws: `config` for a bad parameter or a command that
+    /// cannot be found or run.
+    public init(url: PluginURL) throws(MsgError) {
+        guard url.authority == nil else {
+            throw MsgError(.config, "exec: takes a command, not an address: write exec:/path/to/command ARGS, got '\(url.text)'")
+        }
+        argv = try CommandWords.split(url.path, what: "exec:")
+        try Self.checkRunnable(argv[0])
+        var concurrency = 1
+        var grace: Int64 = 2000
+        var inputBody = false
+        var lookup: [String]? = nil
+        for (name, value) in url.parameters {
+            switch name {
+            case "input":
+                guard value == "record" || value == "body" else {
+                    throw MsgError(.config, "exec: parameter input must be record or body, got '\(value)'")
+                }
+                inputBody = value == "body"
+            case "concurrency":
+                guard let n = Int(value), (1...256).contains(n) else {
+                    throw MsgError(.config, "exec: parameter concurrency must be a number from 1 to 256, got '\(value)'")
+                }
+                concurrency = n
+            case "grace":
+                do throws(MsgError) {
+                    grace = try MsgDuration(parsing: value).milliseconds
+                } catch {
+                    throw MsgError(.config, "exec: parameter grace: \(error.message)")
+                }
+            case "lookup":
+                let words = try CommandWords.split(value, what: "exec: parameter lookup")
+                try Self.checkRunnable(words[0])
+                lookup = words
+            default:
+                throw MsgError(.config, "exec: unknown parameter '\(name)'; it takes input, concurrency, grace and lookup")
+            }
+        }
+        self.inputBody = inputBody
+        self.lookupArgv = lookup
+        self.pool = ProcessPool(concurrency: concurrency, grace: grace)
+        self.baseEnvironment = Self.inheritedEnvironment()
+        ProcessPool.becomeSubreaper()
+    }
+
+    public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
+        let jobs = records.map { record in
+            ProcessPool.Job(argv: argv, environment: environment(for: record.message),
+                            input: inputBody ? Array(record.message.body.utf8) : record.deliveredJSON + [10])
+        }
+        let ends = pool.run(jobs, deadline: max(1, deadline.milliseconds))
+        return ends.map { ExitClassifier.outcome($0, command: argv[0], deadline: deadline) }
+    }
+
+    public func lookup(_ id: String) throws(MsgError) -> Bool? {
+        try lookup([id])[0]
+    }
+
+    public func lookup(_ ids: [String]) throws(MsgError) -> [Bool?] {
+        guard let lookupArgv else { return ids.map { _ in nil } }
+        let jobs = ids.map { id in
+            ProcessPool.Job(argv: lookupArgv, environment: baseEnvironment + ["MSG_ID=\(id)"], input: [])
+        }
+        return try pool.run(jobs, deadline: Self.lookupDeadline).map { end throws(MsgError) -> Bool? in
+            switch end.how {
+            case .exited(0): return true
+            case .exited(1): return false
+            case .notStarted(let e): throw ExitClassifier.notStarted(lookupArgv[0], errno: e)
+            default: return nil
+            }
+        }
+    }
+
+    /// msg's environment and the message's `MSG_*` variables.
+    func environment(for m: Message) -> [String] {
+        var env = baseEnvironment
+        env.reserveCapacity(env.count + 4 + m.headers.count)
+        env.append("MSG_ID=\(m.id)")
+        env.append("MSG_TO=\(m.to)")
+        if let from = m.from { env.append("MSG_FROM=\(from)") }
+        env.append("MSG_ATTEMPT=\(m.attempts + 1)")
+        for field in m.headers { env.append("MSG_HEADER_\(Self.variableName(field.key))=\(field.value)") }
+        return env
+    }
+
+    /// A header name as a variable name: `Content-Type` is `CONTENT_TYPE`.
+    static func variableName(_ key: String) -> String {
+        String(String.UnicodeScalarView(key.unicodeScalars.map { s -> Unicode.Scalar in
+            switch s {
+            case "a"..."z": Unicode.Scalar(s.value - 32)!
+            case "A"..."Z", "0"..."9": s
+            default: "_"
+            }
+        }))
+    }
+
+    /// This process's environment without the names msg sets per message.
+    static func inheritedEnvironment() -> [String] {
+        var result: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            let name = text.prefix { $0 != "=" }
+            if !["MSG_ID", "MSG_TO", "MSG_FROM", "MSG_ATTEMPT"].contains(name) && !name.hasPrefix("MSG_HEADER_") {
+                result.append(text)
+            }
+            p += 1
+        }
+        return result
+    }
+
+    /// - Throws: `config` unless `command` names an executable file, directly or in PATH.
+    static func checkRunnable(_ command: String) throws(MsgError) {
+        if command.contains("/") {
+            guard access(command, X_OK) == 0 else { throw SystemCalls.error(.config, "exec: cannot run \(command)") }
+            return
+        }
+        let path = SystemCalls.environment("PATH") ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = "\(directory.isEmpty ? "." : directory)/\(command)"
+            var info = stat()
+            if stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG, access(candidate, X_OK) == 0 { return }
+        }
+        throw MsgError(.config, "exec: cannot run \(command): not found in PATH (\(path))")
+    }
+}
+
+/// Registers the `exec:` scheme.
+@_cdecl("msg_plugin_register")
+public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
+    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "ExecTransport", version: MsgVersion.current) { r in
+        r.transport(scheme: "exec") { url throws(MsgError) in try ExecTransport(url: url) }
+    }
+}

@@ -1,0 +1,28 @@
+// What the exec: transport needs from the C library that Swift cannot call or
+// spell well: posix_spawn with a process group of its own, signals reset and every
+// other descriptor closed; and pidfd_open, which glibc 2.36 does not wrap.
+#ifndef MSG_CPROCESS_H
+#define MSG_CPROCESS_H
+#include <sys/types.h>
+
+/// Starts `file` with `argv` and `envp` in a new process group of its own (its
+/// pgid is its pid), with every signal's disposition set to default and none
+/// blocked; standard input is `stdin_fd`, standard output /dev/null, standard
+/// error `stderr_fd`, and no other descriptor is open. `search_path`: look `file`
+/// up in `path_env` as execvp does (`file` has no slash).
+/// Returns 0 and the child's pid in `*pid`, or an errno value.
+int msg_spawn(const char *file, char *const argv[], char *const envp[],
+              int stdin_fd, int stderr_fd, pid_t *pid);
+
+/// Makes this process the reaper of its orphaned descendants
+/// (PR_SET_CHILD_SUBREAPER), so what a killed command started is reparented to
+/// msg and reaped by it, not left to an init that may never reap it.
+int msg_become_subreaper(void);
+
+/// pipe2(fds, O_CLOEXEC), which Swift's Glibc does not declare.
+int msg_pipe(int fds[2]);
+
+/// A descriptor that polls readable when process `pid` ends, or -1 with errno.
+int msg_pidfd_open(pid_t pid);
+
+#endif
