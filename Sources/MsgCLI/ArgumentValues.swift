@@ -52,6 +52,11 @@ enum Completion {
     /// The statuses and `all`.
     static let statuses = CompletionKind.list(Status.allCases.map(\.rawValue) + ["all"])
 
+    /// How a store URL starts, one per store msg ships.
+    static let storeSchemes = ["sqlite:", "json:", "postgres://"]
+    /// How a transport URL starts, one per transport msg ships.
+    static let transportSchemes = ["file:", "tcp://", "exec:", "http://", "https://", "stdout:"]
+
     /// Ids stored in the queue the command line names (`--store`, else the
     /// environment and config file), up to 200 that start with what was typed.
     static let ids = CompletionKind.custom { words, _, prefix in

@@ -5,10 +5,12 @@ import MsgKit
 /// The options every command takes (docs/DESIGN.md 5), also read from the environment
 /// and the config file.
 struct GlobalOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The store URL: sqlite:PATH (default $MSG_HOME/queue.sqlite) or json:PATH (env MSG_STORE).", valueName: "url"))
+    @Option(help: ArgumentHelp("The store URL: sqlite:PATH (default $MSG_HOME/queue.sqlite), json:PATH or postgres://… (env MSG_STORE).", valueName: "url"),
+            completion: .list(Completion.storeSchemes))
     var store: String?
 
-    @Option(help: ArgumentHelp("The transport URL: file:DIR (default $MSG_HOME/outbox) or stdout: (env MSG_TRANSPORT).", valueName: "url"))
+    @Option(help: ArgumentHelp("The transport URL: file:DIR (default $MSG_HOME/outbox), tcp://HOST:PORT, exec:COMMAND, http(s)://URL or stdout: (env MSG_TRANSPORT).", valueName: "url"),
+            completion: .list(Completion.transportSchemes))
     var transport: String?
 
     @Option(name: .customLong("plugin-path"), help: ArgumentHelp("Directories searched first for plugins, colon-separated (env MSG_PLUGIN_PATH).", valueName: "dirs"))

@@ -17,7 +17,7 @@ struct ListenCommand: SessionCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: ArgumentHelp("Where to listen: tcp://HOST:PORT, with ?token_file=FILE (or ?token=SECRET) to require a token (default: $MSG_LISTEN, or listen in the config file, which keep a token out of argv).", valueName: "url"))
     var url: String?
-    @Option(help: "The local transport records go into (default: file:$MSG_HOME/inbox).") var into: String?
+    @Option(help: "The local transport records go into (default: file:$MSG_HOME/inbox).", completion: .list(Completion.transportSchemes)) var into: String?
     @Option(name: .customLong("max-line"), help: "The longest record accepted, in bytes or with KiB/MiB (default 1040KiB: the largest record msg sends).",
             transform: ArgumentValue.size)
     var maxLine = 1040 * 1024

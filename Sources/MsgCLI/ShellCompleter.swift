@@ -79,8 +79,8 @@ struct ShellCompleter {
         switch option {
         case "--status": choices = Status.allCases.map(\.rawValue)
         case "--format": choices = OutputFormat.allCases.map(\.rawValue)
-        case "--store": choices = ["sqlite:", "json:"]
-        case "--transport", "--into": choices = PluginLoader.bundled.filter { !["sqlite", "json"].contains($0.key) }.keys.sorted().map { $0 == "tcp" ? "tcp://" : "\($0):" }
+        case "--store": choices = Completion.storeSchemes
+        case "--transport", "--into": choices = Completion.transportSchemes
         case "--on-error": choices = OnError.allCases.map(\.rawValue)
         case "--redact": choices = ["body"]
         default: return []

@@ -17,7 +17,7 @@ import Testing
 
         init() throws {
             let env = ProcessInfo.processInfo.environment
-            guard let url = env["MSG_TEST_POSTGRES"], let plugins = env["MSG_TEST_POSTGRES_PLUGINS"],
+            guard let url = env["MSG_TEST_POSTGRES"], let plugins = env["MSG_TEST_NETWORK_PLUGINS"],
                   let control = env["MSG_TEST_POSTGRES_CTL"], let directory = env["MSG_TEST_POSTGRES_DIR"],
                   let password = env["PGPASSWORD"] else {
                 Issue.record("the postgres:// tests need the server and plugin scripts/test starts and builds (MSG_TEST_POSTGRES…); run scripts/test")

@@ -17,7 +17,8 @@ public struct PluginLoader: Sendable {
     /// The library that serves each scheme msg ships a plugin for.
     public static let bundled: [String: String] = [
         "json": "JSONFileStore", "sqlite": "SQLiteStore",
-        "file": "FileDropTransport", "tcp": "TCPTransport", "stdout": "StdoutTransport",
+        "file": "FileDropTransport", "tcp": "TCPTransport", "stdout": "StdoutTransport", "exec": "ExecTransport",
+        "http": "HTTPTransport", "https": "HTTPTransport",
         "postgres": "PostgresStore", "postgresql": "PostgresStore",
     ]
 

@@ -1,0 +1,73 @@
+// swift-tools-version:6.0
+// The plugins that are a package of their own: the postgres:// store and the
+// http:// and https:// transport. PostgresNIO and AsyncHTTPClient bring SwiftNIO,
+// swift-nio-ssl, swift-nio-http2 and swift-crypto (two BoringSSL builds), which
+// took a clean release build of msg from 2 to 6.4 minutes for postgres alone; in
+// one package the two plugins share one build of all that. Only those who want
+// them build them: scripts/build-network-plugins (scripts/test and CI do). They
+// link MsgKit by path, as any out-of-tree plugin does.
+import PackageDescription
+
+/// Installed as lib/msg/plugins/lib<Name>.so beside lib/libMsgKit.so.
+let pluginRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../.."])]
+/// The tests run in release and use @testable for rules worth testing alone.
+let testable: [SwiftSetting] = [.unsafeFlags(["-enable-testing"])]
+
+let package = Package(
+    name: "msg-network-plugins",
+    products: [
+        .library(name: "PostgresStore", type: .dynamic, targets: ["PostgresStore"]),
+        .library(name: "HTTPTransport", type: .dynamic, targets: ["HTTPTransportPlugin"]),
+    ],
+    dependencies: [
+        .package(path: "../../MsgKit"),
+        .package(path: "../../MsgKitTesting"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .target(
+            name: "PostgresStore",
+            dependencies: [
+                .product(name: "MsgKit", package: "MsgKit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: testable,
+            linkerSettings: pluginRpath
+        ),
+        .target(
+            name: "HTTPTransport",
+            dependencies: [
+                .product(name: "MsgKit", package: "MsgKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: testable,
+            linkerSettings: pluginRpath
+        ),
+        .target(name: "HTTPTransportPlugin", dependencies: ["HTTPTransport", .product(name: "MsgKit", package: "MsgKit")],
+                linkerSettings: pluginRpath),
+        .testTarget(name: "PostgresStoreTests", dependencies: [
+            "PostgresStore",
+            .product(name: "MsgKit", package: "MsgKit"),
+            .product(name: "MsgKitTesting", package: "MsgKitTesting"),
+        ]),
+        .testTarget(name: "HTTPTransportTests", dependencies: [
+            "HTTPTransport",
+            .product(name: "MsgKit", package: "MsgKit"),
+            .product(name: "MsgKitTesting", package: "MsgKitTesting"),
+        ]),
+    ]
+)

@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import MsgKit
+
+/// What an `http://` or `https://` URL says: the endpoint, and msg's parameters,
+/// which are taken out of its query; any other parameter stays in the query the
+/// server gets (`https://fn.example.net/api/hook?code=K&concurrency=8` posts to
+/// `…/hook?code=K`).
+struct HTTPSettings: Sendable {
+    /// The URL requests go to.
+    var endpoint: String
+    /// The host, for messages.
+    var host: String
+    /// Send the body alone instead of the record.
+    var inputBody = false
+    /// The Content-Type of a body sent alone, unless the message has a `Content-Type` header.
+    var bodyContentType = "text/plain; charset=utf-8"
+    var concurrency = 1
+    var followRedirects = false
+    var signer: WebhookSigner?
+    /// Headers sent with every request (`headers_file`).
+    var extraHeaders: [(String, String)] = []
+    var caFile: String?
+    var certificateFile: String?
+    var keyFile: String?
+    /// The lookup URL, with `{id}` where the id goes.
+    var lookupTemplate: String?
+
+    static let names = ["input", "content_type", "concurrency", "follow_redirects", "signing_secret_file",
+                        "signing_secret_env", "headers_file", "ca_file", "cert_file", "key_file", "lookup"]
+
+    /// - Throws: `config` for a parameter that does not read, or a secret file that
+    ///   others may read.
+    init(_ url: PluginURL) throws(MsgError) {
+        var text = url.text
+        if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+        var kept: [Substring] = []
+        var base = Substring(text)
+        if let q = text.firstIndex(of: "?") {
+            base = text[..<q]
+            for pair in text[text.index(after: q)...].split(separator: "&") {
+                let name = String(pair.prefix { $0 != "=" })
+                if !Self.names.contains(name) { kept.append(pair) }
+            }
+        }
+        endpoint = String(base) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
+        guard let authority = url.authority, !authority.isEmpty else {
+            throw MsgError(.config, "\(url.scheme): needs a host, e.g. \(url.scheme)://api.example.com/hook, got '\(url.text)'")
+        }
+        host = authority.split(separator: "@").last.map(String.init) ?? authority
+        guard !authority.contains("@") else {
+            throw MsgError(.config, "\(url.scheme): a user or password in the URL would be in argv and in logs; put an Authorization header in headers_file=FILE instead")
+        }
+        for (name, value) in url.parameters where Self.names.contains(name) {
+            switch name {
+            case "input":
+                guard value == "record" || value == "body" else { throw MsgError(.config, "http: parameter input must be record or body, got '\(value)'") }
+                inputBody = value == "body"
+            case "content_type":
+                guard !value.isEmpty, !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { throw MsgError(.config, "http: parameter content_type is empty or has a line break") }
+                bodyContentType = value
+            case "concurrency":
+                guard let n = Int(value), (1...256).contains(n) else { throw MsgError(.config, "http: parameter concurrency must be a number from 1 to 256, got '\(value)'") }
+                concurrency = n
+            case "follow_redirects":
+                guard let yes = ["yes": true, "true": true, "1": true, "no": false, "false": false, "0": false][value] else {
+                    throw MsgError(.config, "http: parameter follow_redirects must be yes or no, got '\(value)'")
+                }
+                followRedirects = yes
+            case "signing_secret_file":
+                signer = try WebhookSigner(secret: Self.readPrivate(value, what: "signing_secret_file"), from: value)
+            case "signing_secret_env":
+                guard let secret = SystemCalls.environment(value) else {
+                    throw MsgError(.config, "http: signing_secret_env=\(value) names a variable that is not set")
+                }
+                signer = try WebhookSigner(secret: secret, from: "$\(value)")
+            case "headers_file":
+                extraHeaders = try Self.headers(Self.readPrivate(value, what: "headers_file"), file: value)
+            case "ca_file": caFile = try Self.readable(value, what: name)
+            case "cert_file": certificateFile = try Self.readable(value, what: name)
+            case "key_file": keyFile = try Self.readable(value, what: name)
+            case "lookup":
+                guard value.contains("{id}"), value.hasPrefix("http://") || value.hasPrefix("https://") else {
+                    throw MsgError(.config, "http: parameter lookup must be an http(s) URL with {id} where the id goes, got '\(value)'")
+                }
+                lookupTemplate = value
+            default: break
+            }
+        }
+        if (certificateFile == nil) != (keyFile == nil) {
+            throw MsgError(.config, "http: a client certificate needs both cert_file and key_file")
+        }
+    }
+
+    /// The text of a file only its owner may read (a secret): else `config`.
+    static func readPrivate(_ path: String, what: String) throws(MsgError) -> String {
+        let fd = try SystemCalls.open(path, O_RDONLY, code: .config)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SystemCalls.error(.config, "cannot read \(what) \(path)") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw MsgError(.config, "http: \(what) \(path) may be read by others; chmod 0600 it")
+        }
+        return String(decoding: try SystemCalls.readToEnd(fd, code: .config, what: path), as: UTF8.self)
+    }
+
+    private static func readable(_ path: String, what: String) throws(MsgError) -> String {
+        guard access(path, R_OK) == 0 else { throw SystemCalls.error(.config, "http: cannot read \(what) \(path)") }
+        return path
+    }
+
+    /// `Name: Value` lines; blank lines and `#` comments are skipped.
+    static func headers(_ text: String, file: String) throws(MsgError) -> [(String, String)] {
+        var result: [(String, String)] = []
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = line.hasSuffix("\r") ? line.dropLast() : line
+            if line.allSatisfy({ $0 == " " || $0 == "\t" }) || line.hasPrefix("#") { continue }
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
+                  line[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }) else {
+                throw MsgError(.config, "http: \(file) line \(n + 1) is not a header (Name: Value)")
+            }
+            let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
+            result.append((String(line[..<colon]), String(value)))
+        }
+        return result
+    }
+}
