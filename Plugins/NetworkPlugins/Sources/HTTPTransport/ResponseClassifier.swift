@@ -74,7 +74,7 @@ enum ResponseClassifier {
             }
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
-            return MsgError(.config, "TLS with \(host) failed: \(error); msg does not send without a verified certificate (ca_file=FILE trusts a private CA)")
+            return MsgError(.config, "TLS with \(host) failed: \(tlsReason(error)); msg sends nothing over a connection it cannot verify (ca_file=FILE trusts a private CA)")
         }
         if let e = error as? NIOConnectionError {
             if let dns = e.dnsAError ?? e.dnsAAAAError { return MsgError(.unreachable, "cannot resolve \(host): \(dns)") }
@@ -84,5 +84,25 @@ enum ResponseClassifier {
         if error is ChannelError { return MsgError(.unreachable, "cannot connect to \(host): \(error)") }
         if error is SocketAddressError { return MsgError(.unreachable, "cannot resolve \(host): \(error)") }
         return MsgError(.remote, "HTTP request to \(host) failed: \(error)")
+    }
+
+    /// What went wrong in a handshake, in a few words: BoringSSL's reason code
+    /// (`CERTIFICATE_VERIFY_FAILED`) rather than its whole error stack.
+    static func tlsReason(_ error: any Error) -> String {
+        let text = "\(error)"
+        if let e = error as? NIOSSLExtraError, e == .failedToValidateHostname {
+            return "its certificate is not for \(text.contains("127.0.0.1") ? "this address" : "this host name")"
+        }
+        for reason in ["CERTIFICATE_VERIFY_FAILED", "TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_HANDSHAKE_FAILURE", "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+                       "WRONG_VERSION_NUMBER", "TLSV1_ALERT_PROTOCOL_VERSION", "SSLV3_ALERT_BAD_CERTIFICATE"] where text.contains(reason) {
+            switch reason {
+            case "CERTIFICATE_VERIFY_FAILED": return "its certificate does not verify (CERTIFICATE_VERIFY_FAILED)"
+            case "TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_HANDSHAKE_FAILURE":
+                return "it refused the handshake (\(reason)); does it want a client certificate (cert_file, key_file)?"
+            case "WRONG_VERSION_NUMBER": return "it does not speak TLS there (\(reason)); is it http://?"
+            default: return reason
+            }
+        }
+        return text.count > 200 ? String(text.prefix(200)) + "…" : text
     }
 }
