@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import CProcess
+import Synchronization
 
 /// Runs commands, up to `concurrency` at once, each with its own deadline, and
 /// gives back how each ended, in the order given.
@@ -23,7 +24,15 @@ struct ProcessPool {
     var concurrency: Int
     var grace: Int64
 
+    /// One run at a time in this process: a run reaps orphans with `waitpid(-1)`
+    /// when its own commands are done, which must never take another run's child.
+    private static let oneAtATime = Mutex(())
+
     func run(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
+        Self.oneAtATime.withLock { _ in runAlone(jobs, deadline: milliseconds) }
+    }
+
+    private func runAlone(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
         var ends = [ChildEnd?](repeating: nil, count: jobs.count)
         var running: [(index: Int, child: ChildProcess)] = []
         var next = 0
@@ -83,7 +92,8 @@ struct ProcessPool {
     }
 
     /// Reaps orphaned descendants that have ended since. Only called when every
-    /// command of a run has been reaped, so no status msg waits for is taken.
+    /// command of the one run in progress has been reaped, so no status msg waits
+    /// for is taken.
     static func reapOrphans() {
         var status: Int32 = 0
         while waitpid(-1, &status, WNOHANG) > 0 {}

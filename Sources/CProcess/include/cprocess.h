@@ -8,8 +8,8 @@
 /// Starts `file` with `argv` and `envp` in a new process group of its own (its
 /// pgid is its pid), with every signal's disposition set to default and none
 /// blocked; standard input is `stdin_fd`, standard output /dev/null, standard
-/// error `stderr_fd`, and no other descriptor is open. `search_path`: look `file`
-/// up in `path_env` as execvp does (`file` has no slash).
+/// error `stderr_fd`, and no other descriptor is open. A `file` without a slash
+/// is looked up in this process's PATH, as execvp does.
 /// Returns 0 and the child's pid in `*pid`, or an errno value.
 int msg_spawn(const char *file, char *const argv[], char *const envp[],
               int stdin_fd, int stderr_fd, pid_t *pid);

@@ -51,9 +51,10 @@ public final class HTTPTransport: Transport {
     }
 
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
-        let requests = records.map { request(for: $0) }
         let host = settings.host
-        return run(requests, deadline: deadline) { result in
+        // Each request is made just before it is sent, so a signature's timestamp is
+        // when it left, however long the requests before it took.
+        return run(records.count, request: { self.request(for: records[$0]) }, deadline: deadline) { result in
             switch result {
             case .success(let response):
                 return ResponseClassifier.outcome(status: Int(response.status.code), headers: response.headers, body: response.body,
@@ -71,16 +72,16 @@ public final class HTTPTransport: Transport {
     public func lookup(_ ids: [String]) throws(MsgError) -> [Bool?] {
         guard let template = settings.lookupTemplate else { return ids.map { _ in nil } }
         let deadline = MsgDuration(milliseconds: Self.lookupDeadline)
-        let requests = ids.map { id -> Result<HTTPClient.Request, MsgError> in
-            let url = template.replacingAll("{id}", with: Self.pathEncoded(id))
+        let request = { (i: Int) -> Result<HTTPClient.Request, MsgError> in
+            let url = template.replacingAll("{id}", with: Self.pathEncoded(ids[i]))
             do {
-                return .success(try HTTPClient.Request(url: url, method: .GET, headers: headers(id: id)))
+                return .success(try HTTPClient.Request(url: url, method: .GET, headers: self.headers(id: ids[i])))
             } catch {
                 return .failure(MsgError(.config, "http: the lookup URL \(url) is not valid"))
             }
         }
         let host = settings.host
-        let answers = run(requests, deadline: deadline) { result -> Result<Bool?, MsgError> in
+        let answers = run(ids.count, request: request, deadline: deadline) { result -> Result<Bool?, MsgError> in
             switch result {
             case .success(let response) where response.status.code == 200: return .success(true)
             case .success(let response) where response.status.code == 404: return .success(false)
@@ -91,19 +92,24 @@ public final class HTTPTransport: Transport {
         return try answers.map { answer throws(MsgError) -> Bool? in try answer.get() }
     }
 
-    /// Sends `requests` with at most `concurrency` in flight, each within `deadline`,
-    /// and reads each answer with `read`; a request that could not be made is its error.
-    private func run<T: Sendable>(_ requests: [Result<HTTPClient.Request, MsgError>], deadline: MsgDuration,
+    /// Sends `count` requests, made by `make` just before each is sent, with at most
+    /// `concurrency` in flight, each within `deadline`, and reads each answer with
+    /// `read`; a request that could not be made is its error.
+    private func run<T: Sendable>(_ count: Int, request make: (Int) -> Result<HTTPClient.Request, MsgError>, deadline: MsgDuration,
                                   read: @escaping @Sendable (Result<HTTPClient.Response, any Error>) -> T) -> [T] where T: FailureRepresentable {
-        let results = NIOLockedValueBox([T?](repeating: nil, count: requests.count))
+        let results = NIOLockedValueBox([T?](repeating: nil, count: count))
         let window = DispatchSemaphore(value: settings.concurrency)
         let done = DispatchGroup()
-        for (i, request) in requests.enumerated() {
-            guard case .success(let request) = request else {
-                if case .failure(let error) = request { results.withLockedValue { $0[i] = T(failure: error) } }
+        for i in 0..<count {
+            window.wait()
+            let request: HTTPClient.Request
+            switch make(i) {
+            case .success(let made): request = made
+            case .failure(let error):
+                results.withLockedValue { $0[i] = T(failure: error) }
+                window.signal()
                 continue
             }
-            window.wait()
             done.enter()
             client.execute(request: request, deadline: .now() + .milliseconds(max(1, deadline.milliseconds))).whenComplete { result in
                 let value = read(result)
@@ -119,6 +125,10 @@ public final class HTTPTransport: Transport {
     /// The POST for one message, or why it cannot be made (`rejected`).
     private func request(for record: EncodedMessage) -> Result<HTTPClient.Request, MsgError> {
         let m = record.message
+        // The id goes into headers: one that could end a header line is never sent.
+        guard m.id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7f }) else {
+            return .failure(MsgError(.rejected, "the id cannot be sent in an HTTP header: it has a control or non-ASCII character"))
+        }
         let body: [UInt8]
         var headers = headers(id: m.id)
         if settings.inputBody {

@@ -79,6 +79,11 @@ import Testing
         let record = EncodedMessage(m)
         _ = try open("http://127.0.0.1:\(server.port)/a?code=K&concurrency=2").deliver([record], deadline: .seconds(5))
         _ = try open("http://127.0.0.1:\(server.port)/b?input=body").deliver([record], deadline: .seconds(5))
+        // An id that could end a header line is never sent.
+        var hostile = Fixtures.message(2)
+        hostile.id = "x\r\nX-Injected: yes"
+        let refused = try open("http://127.0.0.1:\(server.port)/c").deliver([EncodedMessage(hostile)], deadline: .seconds(5))
+        #expect(failure(refused[0])?.0 == .rejected)
         let seen = try server.requests()
         #expect(seen.count == 2)
         #expect(seen[0]["path"] as? String == "/a?code=K", "msg's parameters are taken out, others kept")
