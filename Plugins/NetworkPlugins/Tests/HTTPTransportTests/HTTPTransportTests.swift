@@ -144,12 +144,18 @@ import Testing
         // so the order is checked on one slow path: 16 in flight, each its own outcome.
         let ms = (0..<64).map { EncodedMessage(Fixtures.message($0)) }
         let started = Date()
-        let outcomes = try open("\(base)/slow/200?concurrency=16").deliver(ms, deadline: .seconds(10))
+        let transport = try open("\(base)/slow/200?concurrency=16")
+        let outcomes = transport.deliver(ms, deadline: .seconds(10))
         let took = Date().timeIntervalSince(started)
         #expect(outcomes == Array(repeating: .delivered(confirmed: false), count: 64))
         #expect(took < 64 * 0.2 / 2, "64 requests of 200 ms took \(took) s: not concurrent")
         let keys = try server.requests().compactMap { $0["key"] as? String }
         #expect(Set(keys) == Set(ms.map(\.message.id)))
+        // Kept alive, within a call and to the next: 80 requests over at most 16 connections.
+        let more = (64..<80).map { EncodedMessage(Fixtures.message($0)) }
+        #expect(transport.deliver(more, deadline: .seconds(10)) == Array(repeating: .delivered(confirmed: false), count: 16))
+        let connections = Set(try server.requests().compactMap { $0["peer"] as? Int })
+        #expect(connections.count <= 16, "\(connections.count) connections for 80 requests")
     }
 
     @Test func badParametersAreConfigurationErrors() throws {
