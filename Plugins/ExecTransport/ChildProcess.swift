@@ -43,7 +43,7 @@ final class ChildProcess {
 
     /// Starts `argv[0]` (looked up in PATH when it has no slash) with `environment`,
     /// to be fed `input`, ending by `deadline` (monotonic milliseconds).
-    /// - Returns: nil and the errno when it cannot start.
+    /// - Returns: the running child, or the errno of what failed when it cannot start.
     static func start(argv: [String], environment: [String], input: [UInt8], deadline: Int64) -> Result<ChildProcess, SpawnFailure> {
         var inPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]

@@ -48,10 +48,10 @@ struct HTTPSettings: Sendable {
         guard let authority = url.authority, !authority.isEmpty else {
             throw MsgError(.config, "\(url.scheme): needs a host, e.g. \(url.scheme)://api.example.com/hook, got '\(url.text)'")
         }
-        host = authority.split(separator: "@").last.map(String.init) ?? authority
         guard !authority.contains("@") else {
             throw MsgError(.config, "\(url.scheme): a user or password in the URL would be in argv and in logs; put an Authorization header in headers_file=FILE instead")
         }
+        host = authority
         for (name, value) in url.parameters where Self.names.contains(name) {
             switch name {
             case "input":

@@ -91,7 +91,7 @@ enum ResponseClassifier {
     static func tlsReason(_ error: any Error) -> String {
         let text = "\(error)"
         if let e = error as? NIOSSLExtraError, e == .failedToValidateHostname {
-            return "its certificate is not for \(text.contains("127.0.0.1") ? "this address" : "this host name")"
+            return "its certificate is not for that host"
         }
         for reason in ["CERTIFICATE_VERIFY_FAILED", "TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_HANDSHAKE_FAILURE", "TLSV13_ALERT_CERTIFICATE_REQUIRED",
                        "WRONG_VERSION_NUMBER", "TLSV1_ALERT_PROTOCOL_VERSION", "SSLV3_ALERT_BAD_CERTIFICATE"] where text.contains(reason) {
