@@ -78,6 +78,9 @@ public final class ExecTransport: Transport {
         ProcessPool.becomeSubreaper()
     }
 
+    /// Commands run at once in one call: a flush gives such a call one message per destination.
+    public var parallelism: Int { pool.concurrency }
+
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         let jobs = records.map { record in
             ProcessPool.Job(argv: argv, environment: environment(for: record.message),

@@ -24,12 +24,19 @@ struct ProcessPool {
     var concurrency: Int
     var grace: Int64
 
-    /// One run at a time in this process: a run reaps orphans with `waitpid(-1)`
-    /// when its own commands are done, which must never take another run's child.
-    private static let oneAtATime = Mutex(())
+    /// Runs in progress in this process (several flush workers run at once). Orphans
+    /// are reaped with `waitpid(-1)`, which must never take a run's own child: only
+    /// the last run to end reaps, holding this lock, so no run is starting a command.
+    private static let runs = Mutex(0)
 
     func run(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
-        Self.oneAtATime.withLock { _ in runAlone(jobs, deadline: milliseconds) }
+        Self.runs.withLock { $0 += 1 }
+        let ends = runAlone(jobs, deadline: milliseconds)
+        Self.runs.withLock { active in
+            active -= 1
+            if active == 0 { Self.reapOrphans() }
+        }
+        return ends
     }
 
     private func runAlone(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
@@ -81,7 +88,6 @@ struct ProcessPool {
                 ends[index] = child.finish()
             }
         }
-        Self.reapOrphans()
         return ends.map { $0! }
     }
 
@@ -91,9 +97,8 @@ struct ProcessPool {
         _ = msg_become_subreaper()
     }
 
-    /// Reaps orphaned descendants that have ended since. Only called when every
-    /// command of the one run in progress has been reaped, so no status msg waits
-    /// for is taken.
+    /// Reaps orphaned descendants that have ended since. Only called when no run is
+    /// in progress, so no status msg waits for is taken.
     static func reapOrphans() {
         var status: Int32 = 0
         while waitpid(-1, &status, WNOHANG) > 0 {}

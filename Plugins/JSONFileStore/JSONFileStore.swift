@@ -146,6 +146,32 @@ public final class JSONFileStore: Store {
         }
     }
 
+    public func claim(_ request: ClaimRequest, _ planner: any ClaimPlanner) throws(MsgError) -> [EncodedMessage] {
+        try write { (tx) throws(MsgError) -> [EncodedMessage] in
+            try planner.begin(states: state.destinations)
+            if !request.busy.isEmpty {
+                for m in tx.sorted(matching: Query(statuses: request.busy)) { planner.busy(id: m.id, to: m.to, record: { m }) }
+            }
+            var taken: [EncodedMessage] = []
+            var scanned = 0
+            for m in tx.sorted(matching: request.query) {
+                if taken.count >= request.limit || scanned >= request.scanLimit { break }
+                scanned += 1
+                let answer = try planner.consider(m)
+                if case .take(let changed) = answer { taken.append(EncodedMessage(changed)) }
+                if answer == .stop { break }
+            }
+            for r in taken { tx.set(r) }
+            for (key, value) in planner.finish() { tx.setDestination(key, value) }
+            return taken
+        }
+    }
+
+    public func destinationStates() throws(MsgError) -> [String: String] {
+        try read()
+        return state.destinations
+    }
+
     // MARK: Transactions
 
     /// Runs `body` under the exclusive lock on an up-to-date state, appends and syncs
@@ -158,10 +184,10 @@ public final class JSONFileStore: Store {
         try refresh(writer: true)
         // In a closure so the transaction's reference to the records is gone before
         // they are changed in place below.
-        let (overlay, bytes, lineCount, result) = try { () throws(MsgError) in
+        let (overlay, destinations, bytes, lineCount, result) = try { () throws(MsgError) in
             var tx = Transaction(base: state.records)
             let result = try body(&tx)
-            return (tx.overlay, tx.output.bytes, tx.lineCount, result)
+            return (tx.overlay, tx.destinations, tx.output.bytes, tx.lineCount, result)
         }()
         guard lineCount > 0 else { return result }
         do throws(MsgError) {
@@ -173,9 +199,10 @@ public final class JSONFileStore: Store {
             throw error
         }
         for (id, value) in overlay { state.records[id] = value }
+        for (key, value) in destinations { state.destinations[key] = value }
         state.offset += bytes.count
         state.lines += lineCount
-        if state.lines > 64 && state.lines - state.records.count > state.records.count {
+        if state.lines > 64 && state.lines - state.records.count - state.destinations.count > state.records.count {
             try compact()
         }
         return result
@@ -289,6 +316,7 @@ public final class JSONFileStore: Store {
             m.write(to: &w)
             w.raw("\n")
         }
+        for (key, value) in state.destinations.sorted(by: { $0.key < $1.key }) { Transaction.writeDestination(key, value, to: &w) }
         try SystemCalls.replaceAtomically(path, with: w.bytes, mode: 0o600, code: .storeIO)
         close(dataFD)
         dataFD = try SystemCalls.open(path, O_RDWR | O_APPEND, code: .storeIO)
@@ -296,7 +324,7 @@ public final class JSONFileStore: Store {
         fstat(dataFD, &st)
         identity = (UInt64(st.st_dev), UInt64(st.st_ino))
         state.offset = w.bytes.count
-        state.lines = state.records.count
+        state.lines = state.records.count + state.destinations.count
     }
 }
 

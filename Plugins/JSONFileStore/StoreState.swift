@@ -3,6 +3,9 @@ import MsgKit
 /// The queue as rebuilt from the file's lines, and how far the file was read.
 struct StoreState {
     var records: [String: Message] = [:]
+    /// Destination states by key (`{"$destination":KEY,"state":TEXT}` lines; a null
+    /// state removes one).
+    var destinations: [String: String] = [:]
     /// Bytes of the file consumed (always at a line boundary).
     var offset = 0
     /// Lines in the file, live or dead (for the compaction rule).
@@ -49,6 +52,7 @@ struct StoreState {
     enum Line {
         case record(Message)
         case deleted(String)
+        case destination(String, String?)
     }
 
     /// Reads one line (without its newline). - Throws: `corrupt` when it is neither.
@@ -60,6 +64,7 @@ struct StoreState {
         let value: JSONValue
         do throws(JSONParser.Failure) { value = try JSONParser.parse(line) } catch { throw MsgError(.corrupt, "invalid JSON: \(error)") }
         if let deleted = value["$deleted"]?.stringValue { return .deleted(deleted) }
+        if let key = value["$destination"]?.stringValue { return .destination(key, value["state"]?.stringValue) }
         do throws(MsgError) {
             return .record(try Message(json: value))
         } catch {
@@ -75,6 +80,7 @@ struct StoreState {
     private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {
         switch try Self.read(line) {
         case .deleted(let id): records[id] = nil
+        case .destination(let key, let state): destinations[key] = state
         case .record(let m): records[m.id] = m
         }
     }

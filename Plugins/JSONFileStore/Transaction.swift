@@ -9,6 +9,8 @@ struct Transaction {
     /// The lines to append, one per change, in order.
     private(set) var output = JSONWriter(capacity: 4096)
     private(set) var lineCount = 0
+    /// The destination states changed (nil: removed), by key.
+    private(set) var destinations: [String: String?] = [:]
 
     init(base: [String: Message]) { self.base = base }
 
@@ -40,6 +42,22 @@ struct Transaction {
         output.bytes.append(contentsOf: r.json)
         output.raw("\n")
         lineCount += 1
+    }
+
+    /// Sets or removes the state of destination `key` (a `$destination` line).
+    mutating func setDestination(_ key: String, _ state: String?) {
+        destinations[key] = .some(state)
+        Self.writeDestination(key, state, to: &output)
+        lineCount += 1
+    }
+
+    /// Writes a `$destination` line.
+    static func writeDestination(_ key: String, _ state: String?, to w: inout JSONWriter) {
+        w.raw("{\"$destination\":")
+        w.string(key)
+        w.raw(",\"state\":")
+        if let state { w.string(state) } else { w.raw("null") }
+        w.raw("}\n")
     }
 
     /// Deletes `id` (a `{"$deleted":ID}` line).

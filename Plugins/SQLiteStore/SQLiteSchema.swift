@@ -12,7 +12,7 @@ import MsgKit
 /// and a closing brace. The other columns exist for the indexes and filters.
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 1
+    static let current: Int64 = 2
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -31,6 +31,14 @@ enum SQLiteSchema {
         CREATE INDEX messages_fifo ON messages(created_at, id);
         CREATE INDEX messages_status ON messages(status, created_at, id);
         CREATE INDEX messages_due ON messages(due_at) WHERE due_at IS NOT NULL;
+        """,
+        // Version 2: per-destination state (breaker, throttle, pause), one row per key
+        // that has any; the text is msg's own (docs/DESIGN.md 6).
+        """
+        CREATE TABLE destinations (
+            key TEXT NOT NULL PRIMARY KEY,
+            state TEXT NOT NULL
+        ) WITHOUT ROWID;
         """,
     ]
 

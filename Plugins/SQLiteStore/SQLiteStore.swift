@@ -14,7 +14,7 @@ import Synchronization
 /// move the new store the first one left in its place. A file that is not a msg
 /// store is never moved or changed.
 public final class SQLiteStore: Store {
-    private let db: SQLiteDatabase
+    let db: SQLiteDatabase
     let path: String
 
     /// Opens the store at `url.path`: for `.write` creating it (and its directory)
@@ -248,7 +248,7 @@ public final class SQLiteStore: Store {
     /// is keyed by the SQL text, which costs a hash of it on every lookup.
     /// `created_at` is left out of the SET list on purpose: it never changes, and
     /// naming it would make SQLite rewrite the FIFO index entry of every updated row.
-    private func replaceStatement() throws(MsgError) -> SQLiteStatement {
+    func replaceStatement() throws(MsgError) -> SQLiteStatement {
         try db.statement("""
             UPDATE messages SET status = ?2, recipient = ?3, updated_at = ?5, due_at = ?6,
                 lease_until = ?7, record = ?8, history_at = ?9
@@ -257,7 +257,7 @@ public final class SQLiteStore: Store {
     }
 
     /// Replaces a record if its status is still `expected`, with `s` from ``replaceStatement()``.
-    private func replace(_ r: EncodedMessage, expected: Status, _ s: SQLiteStatement) throws(MsgError) -> Bool {
+    func replace(_ r: EncodedMessage, expected: Status, _ s: SQLiteStatement) throws(MsgError) -> Bool {
         s.reset()
         s.bind(10, expected.rawValue)
         try RowEncoder.run(r, s, "updating a message")
@@ -266,7 +266,7 @@ public final class SQLiteStore: Store {
 
     /// Runs `body`; when the database turns out to be damaged, sets it aside (when
     /// this store may) and says where.
-    private func guarded<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+    func guarded<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         do throws(MsgError) {
             return try body()
         } catch where error.code == .corrupt {

@@ -7,7 +7,11 @@ import MsgKit
 /// `fail=RATE` with `seed=N` (deterministic per id and attempt), `error=CLASS`
 /// (`timeout`, `unreachable`, `rejected`, `remote`, `rate_limited`; default `remote`),
 /// `latency=DUR`, `fail_ids=ID,…`, `fail_first=N` (a message fails while fewer than
-/// N attempts are recorded on it), `retry_after=DUR` (for `rate_limited`).
+/// N attempts are recorded on it), `retry_after=DUR` (for `rate_limited`),
+/// `fail_to=A,B` (every message to these recipients fails: a destination that is
+/// down), `trace=PATH` (a line appended as each attempt starts and ends:
+/// `start TO ID` / `end TO ID OUTCOME`, one `write` each, so several processes can
+/// share one trace).
 struct FaultPlan {
     var rate = 0.0
     var seed: UInt64 = 0
@@ -16,6 +20,8 @@ struct FaultPlan {
     var failIDs: Set<String> = []
     var failFirst = 0
     var retryAfter = MsgDuration.seconds(5)
+    var failTo: Set<String> = []
+    var trace: String?
 
     /// - Throws: `config` naming the parameter that is wrong.
     init(_ url: PluginURL) throws(MsgError) {
@@ -38,12 +44,14 @@ struct FaultPlan {
             case "latency": latency = try MsgDuration(parsing: value)
             case "retry_after": retryAfter = try MsgDuration(parsing: value)
             case "fail_ids": failIDs = Set(value.split(separator: ",").map(String.init))
+            case "fail_to": failTo = Set(value.split(separator: ",").map(String.init))
+            case "trace": trace = value
             case "fail_first":
                 guard let n = Int(value), n >= 0 else { throw bad(name, value, "a whole number") }
                 failFirst = n
             case "fd": break
             default:
-                throw MsgError(.config, "stdout: unknown parameter '\(name)'; known: fail, seed, error, latency, fail_ids, fail_first, retry_after, fd")
+                throw MsgError(.config, "stdout: unknown parameter '\(name)'; known: fail, seed, error, latency, fail_ids, fail_to, fail_first, retry_after, trace, fd")
             }
         }
     }
@@ -58,7 +66,7 @@ struct FaultPlan {
                 return .failed(MsgError(.timeout, "no answer within the \(deadline) deadline"), retryAfter: nil)
             }
         }
-        let injected = failIDs.contains(m.id) || m.attempts < failFirst || (rate > 0 && draw(m) < rate)
+        let injected = failIDs.contains(m.id) || failTo.contains(m.to) || m.attempts < failFirst || (rate > 0 && draw(m) < rate)
         guard injected else { return nil }
         let text = "injected \(error.name) failure (attempt \(m.attempts + 1))"
         return .failed(MsgError(error, text), retryAfter: error == .rateLimited ? retryAfter : nil)

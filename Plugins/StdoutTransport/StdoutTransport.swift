@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import MsgKit
 
 /// The `stdout:` transport: a mock that "delivers" each record by writing it as one
@@ -13,6 +16,7 @@ public final class StdoutTransport: Transport {
     private let writer: NDJSONWriter
     private let faults: FaultPlan
     private var delivered: Set<String> = []
+    private let traceFD: Int32
 
     /// Makes the transport; `stdout:` takes no path.
     /// - Throws: `config` when the URL has a path.
@@ -27,13 +31,34 @@ public final class StdoutTransport: Transport {
         }
         writer = NDJSONWriter(output: ByteOutput(fd: fd, name: fd == 1 ? "standard output" : "file descriptor \(fd)"), flushEveryLine: false)
         faults = try FaultPlan(url)
+        if let trace = faults.trace {
+            traceFD = open(trace, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            guard traceFD >= 0 else { throw SystemCalls.error(.config, "stdout: cannot open the trace file \(trace)") }
+        } else {
+            traceFD = -1
+        }
+    }
+
+    deinit { if traceFD >= 0 { close(traceFD) } }
+
+    /// Appends one line to the trace, in one `write`.
+    private func trace(_ line: String) {
+        guard traceFD >= 0 else { return }
+        var bytes = Array(line.utf8)
+        bytes.append(0x0A)
+        _ = bytes.withUnsafeBytes { write(traceFD, $0.baseAddress, $0.count) }
     }
 
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         var outcomes = records.map { record -> DeliveryOutcome in
             let message = record.message
             if delivered.contains(message.id) { return .delivered(confirmed: false) }
-            if let failure = faults.outcome(for: message, deadline: deadline) { return failure }
+            trace("start \(message.to) \(message.id)")
+            if let failure = faults.outcome(for: message, deadline: deadline) {
+                trace("end \(message.to) \(message.id) failed")
+                return failure
+            }
+            trace("end \(message.to) \(message.id) sent")
             delivered.insert(message.id)
             do throws(MsgError) {
                 try writer.writeDelivered(record)

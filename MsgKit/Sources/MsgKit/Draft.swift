@@ -13,6 +13,8 @@ public struct Draft: Sendable, Equatable {
     public var body: String
     public var headers: Headers
     public var notBefore: Timestamp?
+    /// When it expires, if given.
+    public var expiresAt: Timestamp?
     /// Fields msg does not know, in order.
     public var extra: [JSONValue.Member]
 
@@ -29,6 +31,7 @@ public struct Draft: Sendable, Equatable {
         body = try fields.string(RecordField.body.key)
         headers = try fields.headers()
         notBefore = try fields.optionalTimestamp(RecordField.notBefore.key)
+        expiresAt = try fields.optionalTimestamp(RecordField.expiresAt.key)
         extra = fields.unknown()
     }
 }

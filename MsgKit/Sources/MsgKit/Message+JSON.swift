@@ -18,6 +18,7 @@ extension Message {
         updatedAt = try fields.timestamp("updated_at")
         notBefore = try fields.optionalTimestamp("not_before")
         nextAttemptAt = try fields.optionalTimestamp("next_attempt_at")
+        expiresAt = try fields.optionalTimestamp("expires_at")
         lastError = try fields.failure("last_error")
         lease = try fields.lease()
         history = try fields.history()
@@ -83,6 +84,7 @@ extension Message {
         w.key("updated_at"); w.timestamp(updatedAt)
         if let notBefore { w.key("not_before"); w.timestamp(notBefore) }
         if let nextAttemptAt { w.key("next_attempt_at"); w.timestamp(nextAttemptAt) }
+        if let expiresAt { w.key("expires_at"); w.timestamp(expiresAt) }
         if let lastError { w.key("last_error"); lastError.write(to: &w) }
         if let lease {
             w.key("lease"); w.raw("{")

@@ -25,6 +25,8 @@ public struct Message: Sendable, Equatable {
     public var notBefore: Timestamp?
     /// When a failed message is next due.
     public var nextAttemptAt: Timestamp?
+    /// Never attempted at or after this time: it becomes `dead` (`expired`) instead.
+    public var expiresAt: Timestamp?
     /// The error of the last failed attempt.
     public var lastError: Failure?
     /// Who is sending it, while `sending`.
@@ -36,7 +38,7 @@ public struct Message: Sendable, Equatable {
 
     /// A new queued message made now, with its `queued` history event.
     public init(id: String, to: String, from: String? = nil, body: String,
-                headers: Headers = [], now: Timestamp, notBefore: Timestamp? = nil) {
+                headers: Headers = [], now: Timestamp, notBefore: Timestamp? = nil, expiresAt: Timestamp? = nil) {
         self.id = id
         self.to = to
         self.from = from
@@ -48,6 +50,7 @@ public struct Message: Sendable, Equatable {
         self.updatedAt = now
         self.notBefore = notBefore
         self.nextAttemptAt = nil
+        self.expiresAt = expiresAt
         self.lastError = nil
         self.lease = nil
         self.history = [Event(at: now, event: "queued", status: .queued)]
@@ -57,7 +60,7 @@ public struct Message: Sendable, Equatable {
     /// Every field at once, for the decoders.
     init(id: String, to: String, from: String?, body: String, headers: Headers, status: Status,
          attempts: Int, createdAt: Timestamp, updatedAt: Timestamp, notBefore: Timestamp?, nextAttemptAt: Timestamp?,
-         lastError: Failure?, lease: Lease?, history: [Event], extra: [JSONValue.Member]) {
+         expiresAt: Timestamp?, lastError: Failure?, lease: Lease?, history: [Event], extra: [JSONValue.Member]) {
         self.id = id
         self.to = to
         self.from = from
@@ -69,6 +72,7 @@ public struct Message: Sendable, Equatable {
         self.updatedAt = updatedAt
         self.notBefore = notBefore
         self.nextAttemptAt = nextAttemptAt
+        self.expiresAt = expiresAt
         self.lastError = lastError
         self.lease = lease
         self.history = history

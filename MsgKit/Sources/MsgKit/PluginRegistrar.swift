@@ -25,11 +25,15 @@ public final class PluginRegistrar {
     /// stores give damaged records in place of text that does not read (``Store``,
     /// requirement 10), headers are ``Headers``, and a listener is told its sink's name
     /// and whether it may take records without a token (``ListenerContext``).
-    public static let abiVersion: UInt32 = 4
+    /// Version 5: per-destination delivery. A record may expire (``Message/expiresAt``),
+    /// stores keep destination state and claim through a ``ClaimPlanner``, and a
+    /// transport says how many records one call may have in flight
+    /// (``Transport/parallelism``).
+    public static let abiVersion: UInt32 = 5
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 4 }
+    @inlinable public static var compiledABIVersion: UInt32 { 5 }
 
     let path: String
     var plugin = ""

@@ -32,7 +32,7 @@
 
     private mutating func record() throws(GiveUp) -> Message {
         var id: String?, to: String?, from: String?, body: String?, status: Status?, attempts: Int?
-        var createdAt: Timestamp?, updatedAt: Timestamp?, notBefore: Timestamp?, nextAttemptAt: Timestamp?
+        var createdAt: Timestamp?, updatedAt: Timestamp?, notBefore: Timestamp?, nextAttemptAt: Timestamp?, expiresAt: Timestamp?
         var headers = Headers()
         var lastError: Message.Failure?
         var lease: Message.Lease?
@@ -58,6 +58,7 @@
             case .updatedAt: updatedAt = try d.timestamp()
             case .notBefore: notBefore = try d.null() ? nil : d.timestamp()
             case .nextAttemptAt: nextAttemptAt = try d.null() ? nil : d.timestamp()
+            case .expiresAt: expiresAt = try d.null() ? nil : d.timestamp()
             case .lastError: lastError = try d.null() ? nil : d.failure()
             case .lease: lease = try d.null() ? nil : d.lease()
             case .history: history = try d.null() ? [] : d.history()
@@ -69,7 +70,7 @@
         }
         return Message(id: id, to: to, from: from, body: body, headers: headers, status: status, attempts: attempts,
                        createdAt: createdAt, updatedAt: updatedAt, notBefore: notBefore, nextAttemptAt: nextAttemptAt,
-                       lastError: lastError, lease: lease, history: history, extra: extra)
+                       expiresAt: expiresAt, lastError: lastError, lease: lease, history: history, extra: extra)
     }
 
     private mutating func failure() throws(GiveUp) -> Message.Failure {

@@ -9,6 +9,7 @@ public enum RecordField: String, CaseIterable, Sendable {
     case updatedAt = "updated_at"
     case notBefore = "not_before"
     case nextAttemptAt = "next_attempt_at"
+    case expiresAt = "expires_at"
     case lastError = "last_error"
     case lease, history
 
@@ -20,7 +21,7 @@ public enum RecordField: String, CaseIterable, Sendable {
     public var isLifecycle: Bool {
         switch self {
         case .status, .attempts, .createdAt, .updatedAt, .nextAttemptAt, .lastError, .lease, .history: true
-        case .id, .to, .from, .body, .headers, .notBefore: false
+        case .id, .to, .from, .body, .headers, .notBefore, .expiresAt: false
         }
     }
 

@@ -32,6 +32,7 @@ public enum Status: String, Sendable, CaseIterable, Hashable, Comparable {
     ///    sent until released.
     /// 6. `dead` → `queued` only: the explicit redrive (`retry --dead`).
     /// 7. A status never "changes" to itself: that is not a transition.
+    /// 8. `queued` → `dead`: a message past its `expires_at` is never attempted.
     public func canChange(to next: Status) -> Bool {
         switch (self, next) {
         case (.held, .queued), (.queued, .held): return true
@@ -39,7 +40,7 @@ public enum Status: String, Sendable, CaseIterable, Hashable, Comparable {
         case (.sending, .queued): return true
         case (.dead, .queued): return true
         case (.dead, _): return false
-        case (.sending, .failed), (.sending, .dead), (.failed, .sending), (.failed, .dead): return true
+        case (.sending, .failed), (.sending, .dead), (.failed, .sending), (.failed, .dead), (.queued, .dead): return true
         case (_, .dead): return false
         case (.queued, .failed): return false
         default:

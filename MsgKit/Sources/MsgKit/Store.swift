@@ -80,6 +80,18 @@ public protocol Store: AnyObject {
     /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
     func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage]
 
+    /// A claim by destination: in one atomic step that no other process can interleave
+    /// with, shows `planner` the stored destination states and the records in flight,
+    /// stores the records it takes from those matching the request (see
+    /// ``ClaimPlanner`` for the order of calls) and the states it changed.
+    /// - Returns: the stored records taken, with their text, in FIFO order.
+    /// - Throws: `storeIO`, `corrupt`, or what the planner throws (then nothing is stored).
+    func claim(_ request: ClaimRequest, _ planner: any ClaimPlanner) throws(MsgError) -> [EncodedMessage]
+
+    /// The destination states stored (key to text), for `msg destinations`.
+    /// - Throws: `storeIO`, `corrupt`.
+    func destinationStates() throws(MsgError) -> [String: String]
+
     /// The damaged files this store (or an earlier run) set aside that are still beside
     /// it, oldest first. While there are any, the queue started afresh without the
     /// messages they hold: the host says so on every command. The default is none.

@@ -16,6 +16,9 @@
 /// 7. **What a destination receives** is the record as ``Message/writeDelivered(to:)``
 ///    writes it (no lease, no history, status `delivered`), or a part of it such as
 ///    the body; never the sender's lease.
+/// 8. **Parallelism.** ``parallelism`` says how many records one ``deliver(_:deadline:)``
+///    call may have in flight at once (1: one after another, in order). The host
+///    never puts two records of one destination into a call when it is above 1.
 public protocol Transport: AnyObject {
     /// Delivers `records` (as the store holds them, status `sending`) in order, each
     /// within `deadline`.
@@ -32,9 +35,16 @@ public protocol Transport: AnyObject {
     /// - Returns: one answer per id, in order.
     /// - Throws: a delivery error class when the destination cannot be asked.
     func lookup(_ ids: [String]) throws(MsgError) -> [Bool?]
+
+    /// How many records one call may have in flight at once; 1 when they go one after
+    /// another (requirement 8).
+    var parallelism: Int { get }
 }
 
 extension Transport {
+    /// By default records go one after another.
+    public var parallelism: Int { 1 }
+
     /// By default a transport cannot tell what it delivered.
     public func lookup(_ id: String) throws(MsgError) -> Bool? { nil }
 

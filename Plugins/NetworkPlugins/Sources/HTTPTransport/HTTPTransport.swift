@@ -50,6 +50,9 @@ public final class HTTPTransport: Transport {
         try? client.syncShutdown()
     }
 
+    /// Requests in flight at once in one call: a flush gives such a call one message per destination.
+    public var parallelism: Int { settings.concurrency }
+
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         let host = settings.host
         // Each request is made just before it is sent, so a signature's timestamp is

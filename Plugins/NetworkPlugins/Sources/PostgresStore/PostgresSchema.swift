@@ -10,7 +10,7 @@ import PostgresNIO
 /// (status, then FIFO order); `messages_fifo` serves listings without a status.
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 1
+    static let current = 2
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -31,6 +31,10 @@ enum PostgresSchema {
             "CREATE INDEX messages_fifo ON \(s).messages (created_at, id)",
             "CREATE INDEX messages_status ON \(s).messages (status, created_at, id)",
             "CREATE INDEX messages_due ON \(s).messages (due_at) WHERE due_at IS NOT NULL",
+        ], [
+            // Version 2: per-destination state (breaker, throttle, pause), one row per
+            // key that has any; the text is msg's own (docs/DESIGN.md 6).
+            "CREATE TABLE \(s).destinations (key text NOT NULL PRIMARY KEY, state text NOT NULL)",
         ]]
     }
 

@@ -11,8 +11,8 @@ import PostgresNIO
 /// workers take disjoint batches without waiting for each other, and the
 /// compare-and-set on status means a message is never moved on twice.
 public final class PostgresStore: Store {
-    private let db: BlockingConnection
-    private let table: String
+    let db: BlockingConnection
+    let table: String
     private let access: StoreAccess
     /// Rows read per round trip when listing and claiming.
     static let page = 1000
@@ -188,14 +188,14 @@ public final class PostgresStore: Store {
     }
 
     /// - Throws: `storeIO` when this store was opened for reading only.
-    private func writable() throws(MsgError) {
+    func writable() throws(MsgError) {
         guard access == .write else { throw MsgError(.storeIO, "the queue in \(table) was opened for reading only") }
     }
 
     // MARK: Rows
 
     /// Per id in `ids`, whether `rows` (one id each) names it; an id named once counts once.
-    private static func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
+    static func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
         var done = Set<String>()
         for row in rows { done.insert(try text(row, what)) }
         return ids.map { done.remove($0) != nil }
