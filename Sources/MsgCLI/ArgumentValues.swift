@@ -17,6 +17,10 @@ enum ArgumentValue {
     }
 
     /// A time: RFC 3339, or a delay after now (`10m`).
+    static func destinationKey(_ text: String) throws -> DestinationKey {
+        try checked { () throws(MsgError) in try DestinationKey(parsing: text) }
+    }
+
     static func futureTime(_ text: String) throws -> Timestamp {
         try checked { () throws(MsgError) in try TimeArgument.parse(text, future: true) }
     }

@@ -25,6 +25,9 @@ struct ComposeCommand: SessionCommand {
     @Option(name: .customLong("not-before"), help: "Not delivered before this time (RFC 3339, or a delay such as 10m).",
             transform: ArgumentValue.futureTime)
     var notBefore: Timestamp?
+    @Option(name: .customLong("expires-in"), help: ArgumentHelp("Never attempted after this: a duration such as 1h, or an RFC 3339 time; then dead (expired).", valueName: "duration"),
+            transform: ArgumentValue.futureTime)
+    var expiresAt: Timestamp?
     @Flag(help: "Also store the records durably, then print them.") var enqueue = false
 
     func validate() throws {
@@ -35,7 +38,8 @@ struct ComposeCommand: SessionCommand {
     }
 
     func run(_ session: Session) throws {
-        let defaults = Drafts.Defaults(to: to, from: from, headers: Headers(headers.map { ($0.key, $0.value) }), notBefore: notBefore)
+        let defaults = Drafts.Defaults(to: to, from: from, headers: Headers(headers.map { ($0.key, $0.value) }),
+                                       notBefore: notBefore, expiresAt: expiresAt)
         let store = enqueue ? try session.store() : nil
         let invocation = Invocation.current
         try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, input: invocation.input,

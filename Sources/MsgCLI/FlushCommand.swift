@@ -6,11 +6,13 @@ import MsgKit
 struct FlushCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "flush",
-        abstract: "Send due queued messages in FIFO order; print each updated record.",
+        abstract: "Send due queued messages, per destination in FIFO order; print each updated record.",
         discussion: """
         Each batch is recorded as sending (under a lease) before the transport is
-        called, and as sent only after it reports delivery. Exit 1 when a message
-        became dead, 75 when one was deferred for a later retry.
+        called, and as sent only after it reports delivery. Destinations (--key) go
+        out --concurrency at a time, each one message at a time in FIFO order, with
+        an optional --rate and a circuit breaker (--breaker). Exit 1 when a message
+        became dead, 75 when one was deferred or held back for a later run.
         """
     )
 
@@ -29,8 +31,10 @@ struct FlushCommand: SessionCommand {
         options.targets = ids
         options.limit = limit
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
-                              options: options, faults: try FaultPoints(), stop: stopping.request)
+                              options: options, faults: try FaultPoints(), stop: stopping.request,
+                              openTransport: { () throws(MsgError) in try session.anotherTransport() })
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
+        if !watch { summary.reportHolds() }
         let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"])
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it

@@ -9,16 +9,25 @@ struct QueueShowCommand: SessionCommand {
     @Argument(help: "The message id.", completion: Completion.ids) var id: String
     @Option(help: "ndjson or table: a field a line, then the history (default: table on a terminal, else ndjson).")
     var format: OutputFormat?
+    @Option(help: ArgumentHelp("What makes a destination, as flush --key (for why it waits).", valueName: "key"),
+            transform: ArgumentValue.destinationKey)
+    var key = DestinationKey.recipient
 
     func validate() throws {
         if let format, format != .ndjson && format != .table { throw ValidationError("--format for one message is ndjson or table") }
     }
 
     func run(_ session: Session) throws {
-        let m = try QueueOperations(store: try session.store(.read), reporter: session.reporter).show(id)
-        guard (format ?? .automatic) == .table else { return try NDJSONWriter().write(m) }
+        let store = try session.store(.read)
+        let m = try QueueOperations(store: store, reporter: session.reporter).show(id)
+        let why = try Destinations(store: store, key: key).why(m)
+        guard (format ?? .automatic) == .table else {
+            // The record stays a record; why it waits goes to stderr.
+            if let why { session.reporter.say("\(m.id) waits: \(why)") }
+            return try NDJSONWriter().write(m)
+        }
         let out = ByteOutput()
-        out.write(RecordSheet.text(m))
+        out.write(RecordSheet.text(m, waiting: why))
         try out.flush()
     }
 }
@@ -47,32 +56,52 @@ struct QueueEditCommand: SessionCommand {
     }
 }
 
-/// `msg queue stats`: counts per status and age, as Postfix's qshape.
+/// `msg queue stats`: counts per status and age, as Postfix's qshape; with
+/// `--by destination`, per destination too.
 struct QueueStatsCommand: SessionCommand {
-    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count messages per status and age bucket.")
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count messages per status (and destination) and age bucket.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
+    @Option(help: ArgumentHelp("status, or destination: a row per destination and status, busiest first.", valueName: "grouping"))
+    var by = "status"
+    @Option(help: ArgumentHelp("With --by destination: to, header:NAME (as flush --key).", valueName: "key"), transform: ArgumentValue.destinationKey)
+    var key = DestinationKey.recipient
+
+    func validate() throws {
+        if by != "status" && by != "destination" { throw ValidationError("--by is status or destination, got '\(by)'") }
+    }
 
     func run(_ session: Session) throws {
-        let rows = try QueueOperations(store: try session.store(.read), reporter: session.reporter).stats()
+        let operations = QueueOperations(store: try session.store(.read), reporter: session.reporter)
         let columns = ["total"] + QueueOperations.ageBuckets.map { "<\($0.name)" } + ["older"]
-        // One row per status: its total, then its count per age bucket.
-        let counts = rows.map { (status: $0.status.rawValue, counts: [$0.buckets.reduce(0, +)] + $0.buckets) }
+        // One row per status (and destination): its total, then its count per age bucket.
+        let counts: [(labels: [String], counts: [Int])]
+        let labels: [String]
+        if by == "destination" {
+            labels = ["destination", "status"]
+            counts = try operations.stats(by: key).map { ([$0.destination, $0.status.rawValue], [$0.buckets.reduce(0, +)] + $0.buckets) }
+        } else {
+            labels = ["status"]
+            counts = try operations.stats().map { ([$0.status.rawValue], [$0.buckets.reduce(0, +)] + $0.buckets) }
+        }
         let out = ByteOutput()
         switch format ?? .automatic {
         case .table:
             let total = columns.indices.map { i in counts.reduce(0) { $0 + $1.counts[i] } }
-            out.write("STATUS".padding(10) + columns.map { ($0 == "total" ? "TOTAL" : $0).padding(8) }.joined() + "\n")
-            for (status, n) in counts + [("total", total)] {
-                out.write(status.padding(10) + n.map { String($0).padding(8) }.joined() + "\n")
+            let widths = labels.indices.map { i in max(10, (counts.map { $0.labels[i].count }.max() ?? 0) + 2) }
+            func line(_ l: [String], _ n: [String]) -> String {
+                zip(l, widths).map { $0.padding($1) }.joined() + n.map { $0.padding(8) }.joined() + "\n"
             }
+            out.write(line(labels.map { $0.uppercased() }, columns.map { $0 == "total" ? "TOTAL" : $0 }))
+            for row in counts { out.write(line(row.labels, row.counts.map(String.init))) }
+            out.write(line(["total"] + Array(repeating: "", count: labels.count - 1), total.map(String.init)))
         case .csv:
-            out.write((["status"] + columns).joined(separator: ",") + "\r\n")
-            for (status, n) in counts { out.write(([status] + n.map(String.init)).joined(separator: ",") + "\r\n") }
+            out.write((labels + columns).joined(separator: ",") + "\r\n")
+            for row in counts { out.write((row.labels.map(csvField) + row.counts.map(String.init)).joined(separator: ",") + "\r\n") }
         case .json, .ndjson:
             var w = JSONWriter()
             let objects: [JSONValue] = counts.map { row in
-                .object([.init("status", .string(row.status))] + zip(columns, row.counts).map { .init($0, .number(String($1))) })
+                .object(zip(labels, row.labels).map { .init($0, .string($1)) } + zip(columns, row.counts).map { .init($0, .number(String($1))) })
             }
             if format == .json {
                 w.value(.array(objects))
@@ -86,6 +115,12 @@ struct QueueStatsCommand: SessionCommand {
             out.buffer.append(contentsOf: w.bytes)
         }
         try out.flush()
+    }
+
+    /// A CSV field, quoted when it needs to be (RFC 4180).
+    private func csvField(_ s: String) -> String {
+        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
+        return "\"" + s.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 }
 

@@ -15,6 +15,9 @@ struct RetryCommand: SessionCommand {
     @Flag(help: "Ignore backoff: retry failed messages now.") var now = false
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
     @Option(parsing: .unconditional, help: "Retry at most this many messages.") var limit: Int?
+    @Option(name: .customLong("expires-in"), help: ArgumentHelp("With --dead: the redriven messages' new expiry (a duration such as 1h, or a time); without it an expiry already past is dropped.", valueName: "duration"),
+            transform: ArgumentValue.futureTime)
+    var expiresAt: Timestamp?
 
     func run(_ session: Session) throws {
         let stopping = Stopping()
@@ -23,7 +26,7 @@ struct RetryCommand: SessionCommand {
         if dead {
             let writer = NDJSONWriter()
             writer.flushEveryLine = false
-            let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids, now: .now()) { (r) throws(MsgError) in
+            let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids, now: .now(), expiresAt: expiresAt) { (r) throws(MsgError) in
                 try writer.writeWithoutHistory(r)
             }
             try writer.finish()
@@ -39,7 +42,9 @@ struct RetryCommand: SessionCommand {
         options.limit = limit
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
-                                  options: options, faults: try FaultPoints(), stop: stopping.request).run(progress: Progress("retried"))
+                                  options: options, faults: try FaultPoints(), stop: stopping.request,
+                                  openTransport: { () throws(MsgError) in try session.anotherTransport() }).run(progress: Progress("retried"))
+        summary.reportHolds()
         let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
                                            other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"])
         summary.reportDamaged(in: session.settings.store, to: session.reporter)

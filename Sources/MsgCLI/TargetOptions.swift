@@ -40,8 +40,25 @@ struct PolicyOptions: ParsableArguments {
     @Option(help: "Extra random delay, as a fraction of the delay (0.1 = up to 10%).") var jitter = 0.1
     @Option(help: "The deadline of each attempt (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
     @Option(help: "Messages per batch: one claim commit, one outcome commit; handed to the transport in calls of about 250 ms.") var batch = 1024
+    @Option(help: "Destinations delivered to at once, each in FIFO order with one message in flight (default: 1).") var concurrency = 1
+    @Option(help: ArgumentHelp("What makes a destination: to, header:NAME, or id (each message its own).", valueName: "key"),
+            transform: ArgumentValue.destinationKey)
+    var key = DestinationKey.recipient
+    @Option(help: ArgumentHelp("At most this many messages per destination, shared by every process on the store: 10/s, 600/m, 5000/h.", valueName: "rate"))
+    var rate: String?
+    @Option(help: "Messages a destination may get at once after an idle time, with --rate (default: 1).") var burst = 1
+    @Option(help: "Retryable failures in a row that open a destination's circuit breaker; 0 never opens it (default: 5).")
+    var breaker = 5
+    @Option(name: .customLong("breaker-cooldown"), help: "How long an open breaker waits before one message probes; doubles each time it opens again, up to 20 times (default: 30s).",
+            transform: ArgumentValue.duration)
+    var breakerCooldown = MsgDuration.seconds(30)
 
     func validate() throws {
+        if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be from 1 to 256") }
+        if burst < 1 { throw ValidationError("--burst must be at least 1") }
+        if breaker < 0 { throw ValidationError("--breaker must be 0 or more") }
+        if breakerCooldown.milliseconds < 1 { throw ValidationError("--breaker-cooldown must be positive") }
+        if let rate { do { _ = try Rate(parsing: rate) } catch { throw ValidationError(error.message) } }
         if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
@@ -61,6 +78,12 @@ struct PolicyOptions: ParsableArguments {
         o.statuses = statuses
         o.deadline = deadline
         o.batchSize = batch
+        o.concurrency = concurrency
+        o.rules.key = key
+        o.rules.rate = try? rate.map { (text) throws(MsgError) in try Rate(parsing: text, burst: burst) }
+        o.rules.breakerThreshold = breaker
+        o.rules.coolDown = breakerCooldown
+        o.rules.coolDownCap = MsgDuration(milliseconds: breakerCooldown.milliseconds * 20)
         return o
     }
 }

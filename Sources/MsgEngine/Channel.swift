@@ -38,6 +38,14 @@ final class Channel<Item: Sendable>: Sendable {
         return item
     }
 
+    /// Waits at most `milliseconds` for an item; nil when none came.
+    func receive(milliseconds: Int64) -> Item? {
+        guard items.wait(timeout: .now() + .milliseconds(Int(clamping: max(0, milliseconds)))) == .success else { return nil }
+        let item = buffer.withLock { $0.removeFirst() }
+        slots.signal()
+        return item
+    }
+
     /// The consumer is gone: a blocked or later `send` returns at once.
     func close() {
         closed.store(true, ordering: .releasing)

@@ -8,11 +8,14 @@ public struct Drafts: Sendable {
         public var from: String?
         public var headers: Headers
         public var notBefore: Timestamp?
-        public init(to: String? = nil, from: String? = nil, headers: Headers = [], notBefore: Timestamp? = nil) {
+        /// When a message expires (`--expires-in`).
+        public var expiresAt: Timestamp?
+        public init(to: String? = nil, from: String? = nil, headers: Headers = [], notBefore: Timestamp? = nil, expiresAt: Timestamp? = nil) {
             self.to = to
             self.from = from
             self.headers = headers
             self.notBefore = notBefore
+            self.expiresAt = expiresAt
         }
     }
 
@@ -31,7 +34,7 @@ public struct Drafts: Sendable {
     public func make(to: String, body: String) throws(MsgError) -> Message {
         guard !to.isEmpty else { throw MsgError(.usage, "--to must not be empty") }
         return Message(id: ids.next(), to: to, from: defaults.from, body: body, headers: defaults.headers,
-                       now: clock(), notBefore: defaults.notBefore)
+                       now: clock(), notBefore: defaults.notBefore, expiresAt: defaults.expiresAt)
     }
 
     /// Completes one draft (read by ``Draft``). An `id` it carries is kept (it is the
@@ -44,7 +47,8 @@ public struct Drafts: Sendable {
         var headers = defaults.headers
         headers.merge(draft.headers)
         var m = Message(id: draft.id ?? ids.next(), to: to, from: draft.from ?? defaults.from, body: draft.body,
-                        headers: headers, now: clock(), notBefore: draft.notBefore ?? defaults.notBefore)
+                        headers: headers, now: clock(), notBefore: draft.notBefore ?? defaults.notBefore,
+                        expiresAt: draft.expiresAt ?? defaults.expiresAt)
         m.extra = draft.extra
         return m
     }

@@ -20,7 +20,7 @@ public final class RecordFormatter {
     /// The record's fields (``RecordField``) as CSV columns, in reading order; the
     /// sender's lease is not among them.
     static let csvFields: [RecordField] = [.id, .status, .attempts, .to, .from, .body, .headers, .createdAt, .updatedAt,
-                                           .notBefore, .nextAttemptAt, .lastError, .history]
+                                           .notBefore, .nextAttemptAt, .expiresAt, .lastError, .history]
     /// The CSV header: one column per field, `last_error` as its code and message.
     public static let csvColumns = csvFields.flatMap { $0 == .lastError ? ["last_error_code", "last_error_message"] : [$0.key] }
 
@@ -160,6 +160,7 @@ public final class RecordFormatter {
             case .updatedAt: field(m.updatedAt.description, last: last)
             case .notBefore: field(m.notBefore?.description ?? "", last: last)
             case .nextAttemptAt: field(m.nextAttemptAt?.description ?? "", last: last)
+            case .expiresAt: field(m.expiresAt?.description ?? "", last: last)
             case .lastError:
                 field(m.lastError?.code ?? "")
                 field(m.lastError?.message ?? "", last: last)

@@ -134,6 +134,33 @@ public struct QueueOperations {
         return Status.allCases.compactMap { s in table[s].map { (s, $0) } }
     }
 
+    /// Counts per destination (by `key`), status and age bucket, as qshape per domain:
+    /// destinations with the most messages first.
+    public func stats(by key: DestinationKey) throws(MsgError) -> [(destination: String, status: Status, buckets: [Int])] {
+        var table: [String: [Status: [Int]]] = [:]
+        try store.list(Query()) { (r) throws(MsgError) -> Bool in
+            let m = r.message
+            let age = now.milliseconds - m.createdAt.milliseconds
+            let bucket = Self.ageBuckets.firstIndex { age < $0.limit.milliseconds } ?? Self.ageBuckets.count
+            table[key.of(m), default: [:]][m.status, default: [Int](repeating: 0, count: Self.ageBuckets.count + 1)][bucket] += 1
+            return true
+        }
+        var totals: [(key: String, total: Int)] = []
+        for (k, byStatus) in table {
+            var n = 0
+            for counts in byStatus.values { n += counts.reduce(0, +) }
+            totals.append((k, n))
+        }
+        totals.sort { (a, b) -> Bool in a.total != b.total ? a.total > b.total : a.key < b.key }
+        var rows: [(destination: String, status: Status, buckets: [Int])] = []
+        for (k, _) in totals {
+            for s in Status.allCases {
+                if let counts = table[k]?[s] { rows.append((k, s, counts)) }
+            }
+        }
+        return rows
+    }
+
     /// The age buckets of ``stats()``: under 5m, 1h, 1d, 7d, then older.
     public static let ageBuckets: [(name: String, limit: MsgDuration)] = [
         ("5m", MsgDuration(milliseconds: 300_000)), ("1h", .seconds(3600)), ("1d", .seconds(86_400)), ("7d", .seconds(604_800)),

@@ -4,7 +4,8 @@ import MsgKit
 /// its history a line an event. Standard output elsewhere gets the record as JSON.
 public enum RecordSheet {
     /// The sheet of `m`, relative to `now` for when it is next due.
-    public static func text(_ m: Message, now: Timestamp = .now()) -> String {
+    /// `waiting` says why a waiting message is not going out.
+    public static func text(_ m: Message, now: Timestamp = .now(), waiting: String? = nil) -> String {
         var lines: [(String, String)] = [("id", m.id), ("status", m.status.rawValue + (m.attempts > 0 ? ", \(m.attempts) attempt\(m.attempts == 1 ? "" : "s")" : "")), ("to", m.to)]
         if let from = m.from { lines.append(("from", from)) }
         lines.append(("created", m.createdAt.description))
@@ -12,6 +13,8 @@ public enum RecordSheet {
         if let due = m.dueAt, [.queued, .failed].contains(m.status) {
             lines.append(("next", "\(RecordFormatter.next(m, now: now)) (\(due))"))
         }
+        if let expires = m.expiresAt { lines.append(("expires", expires.description)) }
+        if let waiting { lines.append(("waiting", waiting)) }
         if let lease = m.lease { lines.append(("lease", "\(lease.host) pid \(lease.pid) until \(lease.until)")) }
         if let e = m.lastError { lines.append(("last error", "\(e.code): \(e.message)")) }
         for h in m.headers { lines.append(("header", "\(h.key)=\(h.value)")) }

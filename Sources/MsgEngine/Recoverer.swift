@@ -101,9 +101,11 @@ public struct Recoverer {
 /// attempts reset so the retry limit applies afresh.
 public enum Redrive {
     /// Redrives dead messages (only `targets` when given); damaged records (msg-record(5))
-    /// are left dead. - Returns: how many were redriven, and the damaged ones left.
+    /// are left dead. Each gets `expiresAt` as its new expiry when given; else an
+    /// expiry already past is dropped (it would only expire again).
+    /// - Returns: how many were redriven, and the damaged ones left.
     /// - Throws: store errors.
-    public static func run(store: any Store, targets: [String]?, now: Timestamp,
+    public static func run(store: any Store, targets: [String]?, now: Timestamp, expiresAt: Timestamp? = nil,
                            report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> (moved: Int, damaged: [String]) {
         var damaged: [String] = []
         let moved = try store.claim(Query(statuses: [.dead], ids: targets.map(Set.init)), limit: Int.max) { (m) throws(MsgError) -> Message? in
@@ -114,6 +116,11 @@ public enum Redrive {
             var x = m
             x.attempts = 0
             x.nextAttemptAt = nil
+            if let expiresAt {
+                x.expiresAt = expiresAt
+            } else if let old = x.expiresAt, old <= now {
+                x.expiresAt = nil
+            }
             try x.transition(to: .queued, event: "redriven", at: now)
             return x
         }

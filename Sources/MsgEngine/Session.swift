@@ -68,6 +68,11 @@ public final class Session {
     }
 
     /// The transport, opened on first use. - Throws: `unavailable`, `config`.
+    /// Another transport of the same URL, for one more delivery worker.
+    public func anotherTransport() throws(MsgError) -> any Transport {
+        try loader.openTransport(settings.transport)
+    }
+
     public func transport() throws(MsgError) -> any Transport {
         if let openTransport { return openTransport }
         let t = try loader.openTransport(settings.transport)

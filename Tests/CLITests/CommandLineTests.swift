@@ -22,7 +22,7 @@ import Testing
         let cases = [("msg flsuh", "unknown command 'flsuh'; did you mean 'flush'?"),
                      ("msg queue lss", "unknown command 'queue lss'; did you mean 'queue ls'?"),
                      ("msg que", "unknown command 'que'; did you mean 'queue'?"),
-                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, export, listen, shell, plugins, help")]
+                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, destinations, export, listen, shell, plugins, help")]
         for (command, said) in cases {
             let r = try s.sh(command)
             #expect(r.status == 64 && r.err == "msg: \(said)\n" && r.out.isEmpty, "\(command): \(r.err)")
@@ -41,7 +41,7 @@ import Testing
             ("msg queue ls --stauts queued", "msg: Unknown option '--stauts'. Did you mean '--status'? (see msg queue ls --help)"),
             ("msg flush --deadline 3x", "msg: The value '3x' is invalid for '--deadline <deadline>': invalid duration '3x': unknown unit 'x'; write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w (see msg flush --help)"),
             ("msg queue ls --limit -1", "msg: --limit must be 0 or more (see msg queue ls --help)"),
-            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, export, listen, shell, plugins, help"),
+            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, export, listen, shell, plugins, help"),
             ("msg help queue lss", "msg: help: no such command 'queue lss'; did you mean 'queue ls'?"),
         ]
         for (command, said) in cases {
@@ -49,7 +49,7 @@ import Testing
             #expect(r.status == 64 && r.err == said + "\n" && r.out.isEmpty, "\(command): \(r.err)")
         }
         let help = try s.sh("msg help flush; echo $?; msg flush --help | head -1")
-        #expect(help.lines.first == "OVERVIEW: Send due queued messages in FIFO order; print each updated record." && help.err.isEmpty, "\(help.out)")
+        #expect(help.lines.first == "OVERVIEW: Send due queued messages, per destination in FIFO order; print each updated record." && help.err.isEmpty, "\(help.out)")
         #expect(help.lines.contains("0"))
     }
 
@@ -154,7 +154,7 @@ import Testing
         let limited = try records(try s.sh("msg queue ls --to bob --limit 1").out)
         #expect(limited.map(\.body) == ["two\nlines"])
         let csv = try s.sh("msg queue ls --format csv").out
-        #expect(csv.hasPrefix("id,status,attempts,to,from,body,headers,created_at,updated_at,not_before,next_attempt_at,last_error_code,last_error_message,history\r\n"))
+        #expect(csv.hasPrefix("id,status,attempts,to,from,body,headers,created_at,updated_at,not_before,next_attempt_at,expires_at,last_error_code,last_error_message,history\r\n"))
         #expect(csv.contains(#",ann,,"a, ""quoted""","#))
         #expect(csv.contains(",bob,,\"two\nlines\","))
         let json = try JSONParser.parse(try s.sh("msg queue ls --format json").out)

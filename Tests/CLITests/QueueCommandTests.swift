@@ -182,7 +182,7 @@ import Testing
             """)
         #expect(r.lines == ["audit.csv: OK", "-rw-------", "2", "0"], "\(r.out)\(r.err)")
         let csv = try String(contentsOfFile: s.home + "/audit.csv", encoding: .utf8)
-        #expect(csv.hasPrefix("id,status,attempts,to,from,body,headers,created_at,updated_at,not_before,next_attempt_at,last_error_code,last_error_message,history\r\n"))
+        #expect(csv.hasPrefix("id,status,attempts,to,from,body,headers,created_at,updated_at,not_before,next_attempt_at,expires_at,last_error_code,last_error_message,history\r\n"))
         #expect(!csv.contains("secret") && csv.contains("[redacted]") && csv.contains("rejected"))
         #expect(csv.components(separatedBy: "\r\n").count == 4, "header, two rows, final CRLF")
         let json = try JSONParser.parse(try s.sh("msg export --format json").out)
