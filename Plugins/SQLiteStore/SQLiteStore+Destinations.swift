@@ -7,13 +7,28 @@ extension SQLiteStore {
             try db.transaction("claiming messages") { () throws(MsgError) in
                 try planner.begin(states: try readStates())
                 if !request.busy.isEmpty {
-                    let (sql, binder) = SQLiteQuery.select(Row.columns, Query(statuses: request.busy))
+                    // Ids and recipients only (the status index covers no text): most
+                    // rows in flight are the caller's own, and it needs no more of them.
+                    let (sql, binder) = SQLiteQuery.select("id, recipient", Query(statuses: request.busy))
                     let s = try db.statement(sql)
                     binder(s)
-                    defer { s.reset() }
+                    var rows: [(id: String, to: String)] = []
                     while try s.step("claiming messages") {
-                        let row = Row(s)
-                        planner.busy(id: row.id, to: String(decoding: s.bytes(3), as: UTF8.self), record: { row.record().message })
+                        rows.append((String(decoding: s.bytes(0), as: UTF8.self), String(decoding: s.bytes(1), as: UTF8.self)))
+                    }
+                    s.reset()
+                    for row in rows {
+                        var failure: MsgError?
+                        planner.busy(id: row.id, to: row.to, record: {
+                            do throws(MsgError) {
+                                if let r = try fetch(row.id) { return r.message }
+                            } catch {
+                                failure = error
+                            }
+                            return EncodedMessage.damaged(id: row.id, to: row.to, createdAt: .now(), text: [],
+                                                          error: MsgError(.corrupt, "gone while read"), now: .now()).message
+                        })
+                        if let failure { throw failure }
                     }
                 }
                 var unlimited = request.query

@@ -236,7 +236,7 @@ public final class SQLiteStore: Store {
 
     // MARK: Rows
 
-    private func fetch(_ id: String) throws(MsgError) -> EncodedMessage? {
+    func fetch(_ id: String) throws(MsgError) -> EncodedMessage? {
         let s = try db.statement("SELECT \(Row.columns) FROM messages WHERE id = ?1")
         s.bind(1, id)
         guard try s.step("reading a message") else { return nil }

@@ -10,8 +10,8 @@ import MsgKit
 /// N attempts are recorded on it), `retry_after=DUR` (for `rate_limited`),
 /// `fail_to=A,B` (every message to these recipients fails: a destination that is
 /// down), `trace=PATH` (a line appended as each attempt starts and ends:
-/// `start TO ID` / `end TO ID OUTCOME`, one `write` each, so several processes can
-/// share one trace).
+/// `MS start TO ID` / `MS end TO ID OUTCOME`, MS the time in milliseconds, one
+/// `write` each, so several processes can share one trace).
 struct FaultPlan {
     var rate = 0.0
     var seed: UInt64 = 0

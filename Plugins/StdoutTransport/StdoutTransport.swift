@@ -41,10 +41,10 @@ public final class StdoutTransport: Transport {
 
     deinit { if traceFD >= 0 { close(traceFD) } }
 
-    /// Appends one line to the trace, in one `write`.
+    /// Appends one line to the trace, in one `write`, with the time in milliseconds.
     private func trace(_ line: String) {
         guard traceFD >= 0 else { return }
-        var bytes = Array(line.utf8)
+        var bytes = Array("\(Timestamp.now().milliseconds) \(line)".utf8)
         bytes.append(0x0A)
         _ = bytes.withUnsafeBytes { write(traceFD, $0.baseAddress, $0.count) }
     }

@@ -6,7 +6,7 @@ import MsgKit
 struct FlushCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "flush",
-        abstract: "Send due queued messages, per destination in FIFO order; print each updated record.",
+        abstract: "Send due messages, in order per destination; print each record.",
         discussion: """
         Each batch is recorded as sending (under a lease) before the transport is
         called, and as sent only after it reports delivery. Destinations (--key) go

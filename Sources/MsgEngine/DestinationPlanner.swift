@@ -5,7 +5,7 @@ import MsgKit
 /// destination asked for, the token bucket, and expiry.
 final class DestinationPlanner: ClaimPlanner {
     /// Something learnt from an outcome, applied to the stored state at the next claim.
-    enum Event: Sendable {
+    enum Event: Sendable, Equatable {
         case succeeded
         case failed(Message.Failure)
         case rejected(Message.Failure)
@@ -24,14 +24,16 @@ final class DestinationPlanner: ClaimPlanner {
 
     private let rules: DeliveryRules
     private let now: Timestamp
-    private let ownInFlight: Set<String>
-    private let room: (String) -> Int
+    private let isOwn: (String) -> Bool
+    /// How many more messages of a key may be taken; nil: no bound.
+    private let room: ((String) -> Int)?
     private let skip: (Message) -> Bool
     private let prepare: (Message) throws(MsgError) -> Message
     private let probeLease: Timestamp
     private var events: [(key: String, event: Event)]
 
     private(set) var states: [String: DestinationState] = [:]
+    private var stored: [String: DestinationState] = [:]
     private var changed: Set<String> = []
     private var busyKeys: Set<String> = []
     private var takenPerKey: [String: Int] = [:]
@@ -45,12 +47,12 @@ final class DestinationPlanner: ClaimPlanner {
     /// Keys whose message taken now is the half-open probe.
     private(set) var probes: Set<String> = []
 
-    init(rules: DeliveryRules, now: Timestamp, ownInFlight: Set<String>, events: [(key: String, event: Event)],
-         probeLease: Timestamp, room: @escaping (String) -> Int,
+    init(rules: DeliveryRules, now: Timestamp, isOwn: @escaping (String) -> Bool, events: [(key: String, event: Event)],
+         probeLease: Timestamp, room: ((String) -> Int)?,
          skip: @escaping (Message) -> Bool, prepare: @escaping (Message) throws(MsgError) -> Message) {
         self.rules = rules
         self.now = now
-        self.ownInFlight = ownInFlight
+        self.isOwn = isOwn
         self.events = events
         self.probeLease = probeLease
         self.room = room
@@ -60,6 +62,7 @@ final class DestinationPlanner: ClaimPlanner {
 
     func begin(states stored: [String: String]) throws(MsgError) {
         states = stored.mapValues { DestinationState(text: $0) }
+        self.stored = states
         for (key, event) in events {
             var s = states[key] ?? DestinationState()
             if let line = Self.apply(event, to: &s, key: key, now: now, rules: rules) { notices.append(line) }
@@ -87,7 +90,7 @@ final class DestinationPlanner: ClaimPlanner {
     }
 
     func busy(id: String, to: String, record: () -> Message) {
-        if ownInFlight.contains(id) { return }
+        if isOwn(id) { return }
         busyKeys.insert(rules.key == .recipient ? to : rules.key.of(record()))
     }
 
@@ -95,14 +98,28 @@ final class DestinationPlanner: ClaimPlanner {
         if skip(m) { return .skip }
         if let expires = m.expiresAt, expires <= now { return .take(try Self.expire(m, now: now)) }
         let key = rules.key.of(m)
-        if held[key] != nil {
+        // Each lookup only when its table has anything: most claims find them all empty.
+        if !held.isEmpty, held[key] != nil {
             heldCount[key, default: 0] += 1
             return .skip
         }
-        if busyKeys.contains(key) { return hold(key, .busy) }
-        let taken = takenPerKey[key] ?? 0
-        if taken >= room(key) { return .skip }
-        var s = states[key] ?? DestinationState()
+        if !busyKeys.isEmpty, busyKeys.contains(key) { return hold(key, .busy) }
+        var taken = 0
+        if let room {
+            taken = takenPerKey[key] ?? 0
+            if taken >= room(key) { return .skip }
+        }
+        guard !states.isEmpty || rules.rate != nil, var s = states[key] else {
+            // Nothing known about this destination: the common case, kept cheap.
+            if let rate = rules.rate {
+                var fresh = DestinationState()
+                _ = fresh.takeToken(now: now, rate: rate)
+                states[key] = fresh
+                changed.insert(key)
+            }
+            if room != nil { takenPerKey[key] = taken + 1 }
+            return .take(try prepare(m))
+        }
         if let until = s.pausedUntil {
             if until > now { return hold(key, .paused(until: until)) }
             s.pausedUntil = nil
@@ -130,7 +147,7 @@ final class DestinationPlanner: ClaimPlanner {
             changed.insert(key)
         }
         states[key] = s
-        takenPerKey[key] = taken + 1
+        if room != nil { takenPerKey[key] = taken + 1 }
         return .take(try prepare(m))
     }
 
@@ -151,7 +168,12 @@ final class DestinationPlanner: ClaimPlanner {
             var s = states[key] ?? DestinationState()
             s.dropFullBucket(now: now, rate: rules.rate)
             states[key] = s
-            out[key] = s.isEmpty ? .some(nil) : .some(s.text)
+            let before = stored[key]
+            if s.isEmpty {
+                if before != nil { out[key] = .some(nil) }
+            } else if before != s {
+                out[key] = .some(s.text)
+            }
         }
         return out
     }

@@ -149,6 +149,8 @@ public final class Flusher {
     private var mirror: [String: DestinationState] = [:]
     /// Keys whose claimed message is a half-open probe.
     private var probes: Set<String> = []
+    /// Keys that failed lately, handed out one message at a time (``KeyScheduler``).
+    private var cautious: Set<String> = []
 
     /// A flusher; `clock`, `sleep` and `unit` (a random number in [0, 1), for jitter)
     /// are injected so tests control time. `stop` is asked between transport calls.
@@ -181,8 +183,8 @@ public final class Flusher {
 
     /// The most messages claimed and not yet recorded.
     private var maxPending: Int { options.batchSize * 2 }
-    /// The most of them for one destination.
-    private var maxPerKey: Int { max(1, maxPending / max(1, options.concurrency)) }
+    /// The most of them for one destination; nil when that is all of them (one worker).
+    private var maxPerKey: Int? { options.concurrency > 1 ? max(1, maxPending / options.concurrency) : nil }
 
     /// Sends everything due now, until done or asked to stop.
     /// - Throws: store errors; a transport that cannot be opened for a worker.
@@ -202,6 +204,7 @@ public final class Flusher {
         inFlight = []
         pendingPerKey = [:]
         probes = []
+        cautious = []
         misconfigured.clear()
         outputError = nil
         defer { progress?.finish() }
@@ -378,7 +381,7 @@ public final class Flusher {
                     outcomes = Array(repeating: nil, count: slice.count)
                 } else {
                     let now = clock()
-                    let live = slice.filter { item in item.claimed.message.expiresAt.map { $0 > now } ?? true }
+                    let live = slice.filter { item in item.claimed.record.message.expiresAt.map { $0 > now } ?? true }
                     let records = live.map(\.claimed.record)
                     let started = Monotonic.milliseconds()
                     var got = records.isEmpty ? [] : transport.deliver(records, deadline: deadline)
@@ -402,7 +405,7 @@ public final class Flusher {
                     let done = clock()
                     var next = 0
                     for item in slice {
-                        var x = item.claimed.message
+                        var x = item.claimed.record.message
                         if let expires = x.expiresAt, expires <= now {
                             if let dead = try? DestinationPlanner.expire(x, now: now) {
                                 changes.append(Change(dead, expected: .sending))
@@ -479,11 +482,12 @@ public final class Flusher {
         var damaged: [String] = []
         let rules = options.rules
         let maxPerKey = self.maxPerKey
-        let pendingNow = self.pendingPerKey
         let attempted = self.attempted
+        // Read in place through self: a copy would be copied in full by the inserts below.
         let planner = DestinationPlanner(
-            rules: rules, now: now, ownInFlight: inFlight, events: events, probeLease: now.adding(leaseLength),
-            room: { key in maxPerKey - (pendingNow[key] ?? 0) },
+            rules: rules, now: now, isOwn: { [unowned self] id in self.inFlight.contains(id) }, events: events,
+            probeLease: now.adding(leaseLength),
+            room: maxPerKey.map { most in { [unowned self] key in most - (self.pendingPerKey[key] ?? 0) } },
             skip: { m in
                 // A damaged record is never sent; the store sets it aside as dead.
                 if m.isDamaged {
@@ -513,7 +517,7 @@ public final class Flusher {
             }
             let key = rules.key.of(r.message)
             inFlight.insert(r.message.id)
-            pendingPerKey[key, default: 0] += 1
+            if maxPerKey != nil { pendingPerKey[key, default: 0] += 1 }
             round.taken.append(KeyScheduler.Item(claimed: Claimed(record: r, original: originals[r.message.id] ?? r.message), key: key))
         }
         probes.formUnion(planner.probes)
@@ -538,14 +542,14 @@ public final class Flusher {
         guard !items.isEmpty else { return }
         let applied = try store.update(items.map { Change($0.claimed.original, expected: .sending) })
         for (item, ok) in zip(items, applied) {
-            forget(item.claimed.message.id, key: item.key)
+            forget(item.claimed.record.message.id, key: item.key)
             if ok && counted { summary.released += 1 }
         }
     }
 
     private func forget(_ id: String, key: String) {
         inFlight.remove(id)
-        if let n = pendingPerKey[key] { pendingPerKey[key] = n > 1 ? n - 1 : nil }
+        if maxPerKey != nil, let n = pendingPerKey[key] { pendingPerKey[key] = n > 1 ? n - 1 : nil }
     }
 
     /// Records the outcomes of one slice in one commit, learns from them about their
@@ -560,13 +564,13 @@ public final class Flusher {
         writer.flushEveryLine = false
         let now = clock()
         for (i, (change, ok)) in zip(changes, applied).enumerated() {
-            let key = options.rules.key.of(change.message)
-            forget(change.message.id, key: key)
+            let key = options.rules.key.of(change.record.message)
+            forget(change.record.message.id, key: key)
             guard ok else { continue }
             guard let outcome = outcomes.outcomes[i] else {
-                if change.message.status == .dead {
+                if change.record.message.status == .dead {
                     summary.dead += 1  // expired before its turn
-                    summary.lastFailure = change.message.lastError
+                    summary.lastFailure = change.record.message.lastError
                     writeOut { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
                 } else {
                     summary.released += 1  // put back as it was: nothing to print
@@ -575,18 +579,18 @@ public final class Flusher {
             }
             learn(outcome, key: key, now: now)
             if case .failed = outcome {
-                scheduler.setCautious(key, true)
-            } else if outcomes.failedKeys.contains(key) == false {
+                if cautious.insert(key).inserted { scheduler.setCautious(key, true) }
+            } else if !outcomes.failedKeys.contains(key), cautious.remove(key) != nil {
                 scheduler.setCautious(key, false)
             }
-            switch change.message.status {
+            switch change.record.message.status {
             case .sent, .delivered: summary.sent += 1
             case .dead:
                 summary.dead += 1
-                summary.lastFailure = change.message.lastError
+                summary.lastFailure = change.record.message.lastError
             default:
                 summary.deferred += 1
-                summary.lastFailure = change.message.lastError
+                summary.lastFailure = change.record.message.lastError
             }
             // The record as just stored, without history, from the same encoding.
             writeOut { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
@@ -606,8 +610,10 @@ public final class Flusher {
             if error.code == .rateLimited, let retryAfter { learnt.append(.paused(until: now.adding(retryAfter))) }
             learnt.append(error.code.isRetryable ? .failed(failure) : .rejected(failure))
         }
-        // With every message its own destination there is nothing to learn.
+        // With every message its own destination there is nothing to learn; nor from a
+        // success at a destination with nothing to forget (the common case).
         if options.rules.key == .id { return }
+        if learnt == [.succeeded] && (mirror[key]?.isEmpty ?? true) && !probes.contains(key) { return }
         for event in learnt {
             events.append((key, event))
             var s = mirror[key] ?? DestinationState()

@@ -2,16 +2,16 @@ import Dispatch
 import MsgKit
 import Synchronization
 
-/// Claimed messages waiting for a delivery worker, queued per destination.
+/// Claimed messages waiting for a delivery worker, in claim order, with the
+/// destinations a worker holds.
 ///
-/// A worker takes a slice: with a transport that delivers one record after another
-/// (``Transport/parallelism`` 1), the queued messages of the destinations waiting
-/// longest, each destination's in FIFO order; with one that has several in flight,
-/// the first message of each of several destinations. A destination is handed to
-/// one worker at a time, so it never has two messages in flight, and its messages
-/// go in the order they were claimed. A destination whose slice had a failure is
-/// handed on only once its outcomes are recorded (its breaker may have opened), and
-/// while it fails, one message at a time.
+/// A worker takes a slice: the oldest waiting messages whose destination no other
+/// worker holds, each destination's in FIFO order; one message per destination when
+/// the transport has several in flight in one call (``Transport/parallelism``) or
+/// when the destination failed lately. A destination is held by one worker at a
+/// time, so it never has two messages in flight, and its messages go in the order
+/// they were claimed. A destination whose slice had a failure is handed on only once
+/// its outcomes are recorded (its breaker may have opened).
 final class KeyScheduler: Sendable {
     struct Item: Sendable {
         let claimed: Flusher.Claimed
@@ -19,15 +19,25 @@ final class KeyScheduler: Sendable {
     }
 
     private struct State {
-        var queues: [String: [Item]] = [:]
-        /// Keys with messages waiting and no worker on them, longest waiting first.
-        var ready: [String] = []
-        var readyHead = 0
+        /// Waiting messages in claim order; nil where one was taken.
+        var items: [Item?] = []
+        var head = 0
+        var count = 0
         var active: Set<String> = []
         /// Keys that failed lately: one message per slice, so their breaker sees each outcome.
         var cautious: Set<String> = []
         var closed = false
-        var count = 0
+
+        mutating func compact() {
+            while head < items.count && items[head] == nil { head += 1 }
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024 && head * 2 > items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     private let state = Mutex(State())
@@ -36,31 +46,14 @@ final class KeyScheduler: Sendable {
 
     init(workers: Int) { self.workers = workers }
 
-    /// Messages waiting (not yet taken by a worker).
-    var waiting: Int { state.withLock { $0.count } }
-
-    /// How many messages of `key` are waiting.
-    func waiting(_ key: String) -> Int { state.withLock { $0.queues[key]?.count ?? 0 } }
-
     func add(_ items: [Item]) {
         guard !items.isEmpty else { return }
-        let woken = state.withLock { s -> Int in
-            var newlyReady = 0
-            for item in items {
-                if s.queues[item.key] == nil || s.queues[item.key]!.isEmpty {
-                    s.queues[item.key] = [item]
-                    if !s.active.contains(item.key) {
-                        s.ready.append(item.key)
-                        newlyReady += 1
-                    }
-                } else {
-                    s.queues[item.key]!.append(item)
-                }
-                s.count += 1
-            }
-            return newlyReady
+        state.withLock { s in
+            s.items.reserveCapacity(s.items.count + items.count)
+            for item in items { s.items.append(item) }
+            s.count += items.count
         }
-        for _ in 0..<min(woken, workers) { wakeup.signal() }
+        for _ in 0..<min(items.count, workers) { wakeup.signal() }
     }
 
     /// Waits for a slice of up to `size` messages; nil once closed.
@@ -69,21 +62,19 @@ final class KeyScheduler: Sendable {
             let slice = state.withLock { s -> [Item]? in
                 if s.closed { return nil }
                 var slice: [Item] = []
-                while slice.count < size && s.readyHead < s.ready.count {
-                    let key = s.ready[s.readyHead]
-                    s.readyHead += 1
-                    guard var queue = s.queues[key], !queue.isEmpty else { continue }
-                    let n = parallelism > 1 || s.cautious.contains(key) ? 1 : min(queue.count, size - slice.count)
-                    slice += queue[..<n]
-                    queue.removeFirst(n)
-                    s.queues[key] = queue.isEmpty ? nil : queue
-                    s.active.insert(key)
-                    s.count -= n
+                var keys = Set<String>()
+                var i = s.head
+                while i < s.items.count && slice.count < size {
+                    defer { i += 1 }
+                    guard let item = s.items[i], !s.active.contains(item.key) else { continue }
+                    let fresh = keys.insert(item.key).inserted
+                    if !fresh && (parallelism > 1 || s.cautious.contains(item.key)) { continue }
+                    slice.append(item)
+                    s.items[i] = nil
                 }
-                if s.readyHead > 1024 && s.readyHead * 2 > s.ready.count {
-                    s.ready.removeFirst(s.readyHead)
-                    s.readyHead = 0
-                }
+                s.active.formUnion(keys)
+                s.count -= slice.count
+                s.compact()
                 return slice
             }
             guard let slice else { return nil }
@@ -92,20 +83,14 @@ final class KeyScheduler: Sendable {
         }
     }
 
-    /// A worker is done with these keys: those with messages waiting are ready again.
+    /// A worker is done with these keys: their waiting messages may go again.
     func done(_ keys: Set<String>) {
-        let woken = state.withLock { s -> Int in
-            var n = 0
-            for key in keys {
-                s.active.remove(key)
-                if let q = s.queues[key], !q.isEmpty {
-                    s.ready.append(key)
-                    n += 1
-                }
-            }
-            return n
+        guard !keys.isEmpty else { return }
+        let waiting = state.withLock { s -> Int in
+            s.active.subtract(keys)
+            return s.count
         }
-        for _ in 0..<min(woken, workers) { wakeup.signal() }
+        for _ in 0..<min(waiting, workers) { wakeup.signal() }
     }
 
     /// Marks `key` as failing lately (one message per slice) or not.
@@ -118,21 +103,27 @@ final class KeyScheduler: Sendable {
     /// Takes back what waits for `key` (its breaker opened, or it was paused).
     func withdraw(_ key: String) -> [Item] {
         state.withLock { s in
-            let items = s.queues.removeValue(forKey: key) ?? []
-            s.count -= items.count
-            return items
+            var back: [Item] = []
+            for i in s.head..<s.items.count {
+                if let item = s.items[i], item.key == key {
+                    back.append(item)
+                    s.items[i] = nil
+                }
+            }
+            s.count -= back.count
+            s.compact()
+            return back
         }
     }
 
     /// Takes back everything waiting.
     func withdrawAll() -> [Item] {
         state.withLock { s in
-            let items = s.queues.values.flatMap { $0 }
-            s.queues = [:]
-            s.ready = []
-            s.readyHead = 0
+            let back = s.items[s.head...].compactMap { $0 }
+            s.items = []
+            s.head = 0
             s.count = 0
-            return items
+            return back
         }
     }
 

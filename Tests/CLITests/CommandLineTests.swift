@@ -49,7 +49,7 @@ import Testing
             #expect(r.status == 64 && r.err == said + "\n" && r.out.isEmpty, "\(command): \(r.err)")
         }
         let help = try s.sh("msg help flush; echo $?; msg flush --help | head -1")
-        #expect(help.lines.first == "OVERVIEW: Send due queued messages, per destination in FIFO order; print each updated record." && help.err.isEmpty, "\(help.out)")
+        #expect(help.lines.first == "OVERVIEW: Send due messages, in order per destination; print each record." && help.err.isEmpty, "\(help.out)")
         #expect(help.lines.contains("0"))
     }
 

@@ -66,6 +66,32 @@ import Testing
         try expectEachDeliveredOnce(s, 4000, env, "four workers")
     }
 
+    /// Four flush processes, on one queue in PostgreSQL, keep each destination in
+    /// FIFO order with one message in flight (the stdout mock's trace says).
+    @Test func fourWorkersKeepEachDestinationInOrder() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        let made = try s.sh("seq 0 1599 | awk '{printf \"{\\\"to\\\":\\\"d%d\\\",\\\"body\\\":\\\"m%d\\\"}\\n\", $1 % 8, $1}' | msg compose --enqueue", env: env)
+        var order: [String: [String]] = [:]
+        for m in try records(made.out) { order[m.to, default: []].append(m.id) }
+        #expect(order.count == 8 && order.values.allSatisfy { $0.count == 200 }, "\(made.err)")
+        let mock = "stdout:?fd=3&latency=1ms&fail=0.1&seed=9&trace=\(s.home)/trace"
+        let r = try s.sh("""
+            for w in 1 2 3 4; do msg flush --batch 16 --concurrency 8 --breaker 0 --transport '\(mock)' 3>/dev/null > out$w 2> err$w & done
+            for job in $(jobs -p); do wait $job; done
+            cat out1 out2 out3 out4 | wc -l
+            for w in 1 2 3 4; do [ -s out$w ] && echo worked; done | wc -l
+            """, env: env)
+        #expect(r.lines.first == "1600", "\(r.out) \(r.err)")
+        let trace = DeliveryTraceFile(try String(contentsOfFile: s.home + "/trace", encoding: .utf8))
+        #expect(trace.maxInFlightPerKey == 1, "a destination never had two messages in flight, across four processes")
+        for (key, ids) in order {
+            let inOrder = trace.firstAttempts[key] == ids
+            #expect(inOrder, "\(key): first attempts in FIFO order")
+        }
+    }
+
     @Test func aWorkerKilledMidFlushIsRecoveredFromAnotherProcess() throws {
         let server = try Server()
         let s = try Sandbox()
