@@ -29,9 +29,9 @@ struct DestinationsCommand: SessionCommand {
                 let v = Destinations.json(e, now: now)
                 let error = v["last_error"].map { "\($0["code"]?.stringValue ?? ""): \($0["message"]?.stringValue ?? "")" } ?? ""
                 return [e.key, v["breaker"]?.stringValue ?? "", v["next_probe"]?.stringValue ?? v["paused_until"]?.stringValue ?? "",
-                        String(e.queued), String(e.failed), String(e.sending), error]
+                        v["throttle"]?.stringValue ?? "", String(e.queued), String(e.failed), String(e.sending), error]
             }
-            let header = ["DESTINATION", "BREAKER", "UNTIL", "QUEUED", "FAILED", "SENDING", "LAST ERROR"]
+            let header = ["DESTINATION", "BREAKER", "UNTIL", "THROTTLE", "QUEUED", "FAILED", "SENDING", "LAST ERROR"]
             let widths = header.indices.map { i in max(header[i].count, rows.map { $0[i].count }.max() ?? 0) + 2 }
             for row in [header] + rows {
                 out.write(zip(row, widths).enumerated().map { $0.offset == row.count - 1 ? $0.element.0 : $0.element.0.padding($0.element.1) }.joined() + "\n")

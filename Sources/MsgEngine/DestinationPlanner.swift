@@ -113,6 +113,7 @@ final class DestinationPlanner: ClaimPlanner {
             // Nothing known about this destination: the common case, kept cheap.
             if let rate = rules.rate {
                 var fresh = DestinationState()
+                fresh.rate = rate
                 _ = fresh.takeToken(now: now, rate: rate)
                 states[key] = fresh
                 changed.insert(key)
@@ -133,6 +134,7 @@ final class DestinationPlanner: ClaimPlanner {
         case .halfOpen(probing: false): probe = true
         }
         if let rate = rules.rate {
+            s.rate = rate
             if let next = s.takeToken(now: now, rate: rate) {
                 states[key] = s
                 changed.insert(key)

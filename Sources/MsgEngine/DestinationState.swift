@@ -18,6 +18,9 @@ public struct DestinationState: Sendable, Equatable {
     /// Tokens in the bucket (thousandths) at ``tokensAt``; nil: full.
     public var milliTokens: Int64?
     public var tokensAt: Timestamp?
+    /// The throttle the bucket was filled at, kept with it so `msg destinations` and
+    /// `msg queue show` can tell when the next token comes.
+    public var rate: Rate?
     /// The last failure seen, while there are failures.
     public var lastError: Message.Failure?
 
@@ -63,18 +66,27 @@ public struct DestinationState: Sendable, Equatable {
         return nil
     }
 
+    /// When the next token comes, by the stored rate; nil when one is there (or no throttle).
+    public func nextToken(at now: Timestamp) -> Timestamp? {
+        guard let rate else { return nil }
+        var copy = self
+        return copy.takeToken(now: now, rate: rate)
+    }
+
     /// Forgets a bucket that has refilled by `now` (so an idle destination keeps no row).
     public mutating func dropFullBucket(now: Timestamp, rate: Rate?) {
         guard let milliTokens, let tokensAt else { return }
         guard let rate else {
             self.milliTokens = nil
             self.tokensAt = nil
+            self.rate = nil
             return
         }
         let elapsed = max(0, now.milliseconds - tokensAt.milliseconds)
         if milliTokens + elapsed * 1000 / rate.periodMilliseconds * Int64(rate.count) >= Int64(rate.burst) * 1000 {
             self.milliTokens = nil
             self.tokensAt = nil
+            self.rate = nil
         }
     }
 
@@ -129,6 +141,12 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
     public var periodMilliseconds: Int64
     public var burst: Int
 
+    public init(count: Int, periodMilliseconds: Int64, burst: Int) {
+        self.count = count
+        self.periodMilliseconds = periodMilliseconds
+        self.burst = burst
+    }
+
     /// Reads `10/s`, `600/m` or `5000/h`.
     /// - Throws: `usage` saying the form.
     public init(parsing text: String, burst: Int? = nil) throws(MsgError) {
@@ -144,7 +162,7 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         let unit = periodMilliseconds == 1000 ? "s" : periodMilliseconds == 60_000 ? "m" : "h"
-        return "\(count)/\(unit)" + (burst > 1 ? " burst \(burst)" : "")
+        return "\(count)/\(unit)" + (burst > 1 ? ", burst \(burst)" : "")
     }
 }
 
@@ -187,6 +205,11 @@ extension DestinationState {
             key("milli_tokens"); w.int(Int(milliTokens))
             key("tokens_at"); w.int(Int(tokensAt.milliseconds))
         }
+        if let rate {
+            key("rate"); w.int(rate.count)
+            key("period_ms"); w.int(Int(rate.periodMilliseconds))
+            key("burst"); w.int(rate.burst)
+        }
         if let lastError {
             key("error_code"); w.string(lastError.code)
             key("error_message"); w.string(lastError.message)
@@ -210,6 +233,9 @@ extension DestinationState {
         if let t = v["milli_tokens"]?.intValue, let at = time("tokens_at") {
             milliTokens = Int64(t)
             tokensAt = at
+        }
+        if let n = v["rate"]?.intValue, let period = v["period_ms"]?.intValue, let burst = v["burst"]?.intValue, n > 0, period > 0 {
+            rate = Rate(count: n, periodMilliseconds: Int64(period), burst: max(1, burst))
         }
         if let code = v["error_code"]?.stringValue, let at = time("error_at") {
             lastError = Message.Failure(code: code, message: v["error_message"]?.stringValue ?? "", retryable: true, at: at)

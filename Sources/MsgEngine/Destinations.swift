@@ -53,7 +53,10 @@ public struct Destinations {
         }
         members.append(.init("failures", .number(String(e.state.failures))))
         if let until = e.state.pausedUntil, until > now { time("paused_until", until) }
-        if let t = e.state.milliTokens { members.append(.init("tokens", .number(String(Double(t) / 1000)))) }
+        if let rate = e.state.rate {
+            members.append(.init("throttle", .string(rate.description)))
+            if let next = e.state.nextToken(at: now) { time("next_token", next) }
+        }
         members += [.init("queued", .number(String(e.queued))), .init("failed", .number(String(e.failed))),
                     .init("sending", .number(String(e.sending)))]
         if let error = e.state.lastError {
@@ -67,7 +70,7 @@ public struct Destinations {
     /// `held`, `expired`, `not_before`, `backoff`, `breaker`, `paused`, `throttled`,
     /// `in_flight` (an older message of its destination is being sent).
     /// - Throws: store errors.
-    public func why(_ m: Message, rate: Rate? = nil, now: Timestamp = .now()) throws(MsgError) -> String? {
+    public func why(_ m: Message, now: Timestamp = .now()) throws(MsgError) -> String? {
         switch m.status {
         case .held: return "held: msg queue release sends it"
         case .queued, .failed: break
@@ -84,16 +87,15 @@ public struct Destinations {
         }
         if busy { return "in_flight: another message to \(k) is being sent; one goes at a time" }
         if let text = try store.destinationStates()[k] {
-            var s = DestinationState(text: text)
+            let s = DestinationState(text: text)
             switch s.breaker(at: now) {
             case .open(let until): return "breaker: \(k) is open until \(until) after \(s.failures) failures in a row"
             case .halfOpen(true): return "breaker: a message is probing whether \(k) is back"
             default: break
             }
             if let until = s.pausedUntil, until > now { return "paused: \(k) asked to wait until \(until)" }
-            if let rate, let next = s.takeToken(now: now, rate: rate) { return "throttled: \(k) may take its next message at \(next) (\(rate))" }
+            if let next = s.nextToken(at: now), let rate = s.rate { return "throttled: \(k) may take its next message at \(next) (\(rate))" }
         }
-        if m.status == .failed { return nil }
         return nil
     }
 }

@@ -105,6 +105,20 @@ struct DeliveryTraceFile {
         }
     }
 
+    /// A throttle whose next token is further off than a run waits: the run ends,
+    /// says so, and the wait is visible to `msg destinations` and `msg queue show`.
+    @Test func aThrottledDestinationIsShownWithItsNextToken() throws {
+        let s = try Sandbox()
+        let order = try fill(s, keys: 1, each: 3)
+        let r = try s.sh("msg flush --rate 1/h | wc -l; echo \"${PIPESTATUS[0]}\"")
+        #expect(r.lines == ["1", "75"], "one token, then an hour's wait: \(r.out)\(r.err)")
+        #expect(r.err.contains("msg: destination d0: throttled (1/h) until ") && r.err.contains("; 2 messages wait"), "\(r.err)")
+        let listed = try s.sh("msg destinations").out
+        #expect(listed.contains("\"throttle\":\"1/h\",\"next_token\":\"") && listed.contains("\"queued\":2"), "\(listed)")
+        let shown = try s.sh("msg queue show \(order["d0"]![1]) > /dev/null")
+        #expect(shown.err.contains("waits: throttled: d0 may take its next message at ") && shown.err.hasSuffix("(1/h)\n"), "\(shown.err)")
+    }
+
     @Test func aDownDestinationOpensItsBreakerAndTheRestFlows() throws {
         let s = try Sandbox()
         let made = try s.sh("""
