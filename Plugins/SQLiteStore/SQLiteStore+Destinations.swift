@@ -18,17 +18,13 @@ extension SQLiteStore {
                     }
                     s.reset()
                     for row in rows {
-                        var failure: MsgError?
+                        // Inside the write transaction the row cannot go away; a read
+                        // that fails anyway gives the planner a stand-in with its id.
                         planner.busy(id: row.id, to: row.to, record: {
-                            do throws(MsgError) {
-                                if let r = try fetch(row.id) { return r.message }
-                            } catch {
-                                failure = error
-                            }
-                            return EncodedMessage.damaged(id: row.id, to: row.to, createdAt: .now(), text: [],
-                                                          error: MsgError(.corrupt, "gone while read"), now: .now()).message
+                            (try? fetch(row.id))??.message
+                                ?? EncodedMessage.damaged(id: row.id, to: row.to, createdAt: .now(), text: [],
+                                                          error: MsgError(.storeIO, "it could not be read"), now: .now()).message
                         })
-                        if let failure { throw failure }
                     }
                 }
                 var unlimited = request.query

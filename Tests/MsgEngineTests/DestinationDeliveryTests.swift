@@ -24,10 +24,14 @@ final class DeliveryTrace: Sendable {
     let failing: @Sendable (Message) -> Bool
     let during: @Sendable (Message) -> Void
     let latencyMicroseconds: UInt32
+    /// An outcome other than delivered or failed `remote`, for some messages.
+    let answer: @Sendable (Message) -> DeliveryOutcome?
 
     init(latencyMicroseconds: UInt32 = 0, failing: @escaping @Sendable (Message) -> Bool = { _ in false },
-         during: @escaping @Sendable (Message) -> Void = { _ in }) {
+         during: @escaping @Sendable (Message) -> Void = { _ in },
+         answer: @escaping @Sendable (Message) -> DeliveryOutcome? = { _ in nil }) {
         self.latencyMicroseconds = latencyMicroseconds
+        self.answer = answer
         self.failing = failing
         self.during = during
     }
@@ -62,6 +66,7 @@ final class TracingTransport: Transport {
                 s.inFlight[m.to]! -= 1
                 s.inFlightTotal -= 1
             }
+            if let answer = trace.answer(m) { return answer }
             return failed ? .failed(MsgError(.remote, "down"), retryAfter: nil) : .delivered(confirmed: false)
         }
     }
@@ -217,6 +222,26 @@ final class TracingTransport: Transport {
         #expect(Array(handed.suffix(4)) == down[6...].map(\.id))
         #expect(closed.sent == 4 && closed.heldBack == 0)
         #expect(try restarted.destinationStates()["down"] == nil, "a closed breaker keeps no state")
+    }
+
+    @Test func aDestinationThatAsksForAPauseGetsNothingUntilThenAndNoAttemptIsUsed() throws {
+        let store = try loader.openStore("sqlite:\(temporaryDirectory())/q.sqlite")
+        let slow = (0..<4).map { Fixtures.message($0, to: "api", createdOffset: Int64($0)) }
+        let other = (0..<3).map { Fixtures.message(10 + $0, to: "other", createdOffset: 10 + Int64($0)) }
+        _ = try store.add(slow + other)
+        let limited = slow[0].id
+        let trace = DeliveryTrace(answer: { m in m.id == limited ? .failed(MsgError(.rateLimited, "429"), retryAfter: .seconds(120)) : nil })
+        let clock = TestClock()
+        let summary = try flusher(store, trace, clock: clock).run()
+        #expect(trace.state.withLock { $0.handed }.filter { id in slow.contains { $0.id == id } } == [limited], "paused after its answer")
+        #expect(summary.sent == 3 && summary.deferred == 1 && summary.heldBack == 3 && summary.exitCode == 75, "\(summary)")
+        #expect(summary.holds.first?.hasPrefix("destination api: paused until ") == true, "\(summary.holds)")
+        var waiting: [Message] = []
+        try store.list(Query(statuses: [.queued], to: "api")) { waiting.append($0.message); return true }
+        #expect(waiting.count == 3 && waiting.allSatisfy { $0.attempts == 0 }, "no attempt used")
+        #expect(try Destinations(store: store).why(waiting[0], now: clock.read())?.hasPrefix("paused: api asked to wait until") == true)
+        clock.advance(121_000)
+        #expect(try flusher(store, DeliveryTrace(), clock: clock).run().sent == 3, "then it goes")
     }
 
     @Test func anExpiredMessageIsNeverHandedToTheTransportEvenWhenClaimedJustBefore() throws {

@@ -12,11 +12,24 @@ extension PostgresStore {
             try db.query("SELECT pg_advisory_xact_lock(hashtext('msg claim'), hashtext(\(schema)))", "waiting for the claim lock")
             try planner.begin(states: try readStates())
             if !request.busy.isEmpty {
-                let rows = try db.query(PostgresFilter(Query(statuses: request.busy)).select(StoredRow.columns, from: table, limit: nil),
+                // Ids and recipients only: most rows in flight are the caller's own,
+                // and it needs no more of them.
+                let rows = try db.query(PostgresFilter(Query(statuses: request.busy)).select("id, recipient", from: table, limit: nil),
                                         "reading the messages in flight")
+                var busy: [(id: String, to: String)] = []
                 for row in rows {
-                    let stored = try StoredRow(row)
-                    planner.busy(id: stored.id, to: stored.to, record: { stored.record().message })
+                    do {
+                        busy.append(try row.decode((String, String).self))
+                    } catch {
+                        throw Self.corrupt("a message in flight", error)
+                    }
+                }
+                for (id, to) in busy {
+                    planner.busy(id: id, to: to, record: {
+                        (try? get(id))??.message
+                            ?? EncodedMessage.damaged(id: id, to: to, createdAt: .now(), text: [],
+                                                      error: MsgError(.storeIO, "it could not be read"), now: .now()).message
+                    })
                 }
             }
             var filter = PostgresFilter(request.query)
