@@ -37,18 +37,7 @@ struct DestinationsCommand: SessionCommand {
                 out.write(zip(row, widths).enumerated().map { $0.offset == row.count - 1 ? $0.element.0 : $0.element.0.padding($0.element.1) }.joined() + "\n")
             }
         default:
-            var w = JSONWriter()
-            let values = entries.map { Destinations.json($0, now: now) }
-            if format == .json {
-                w.value(.array(values))
-                w.raw("\n")
-            } else {
-                for v in values {
-                    w.value(v)
-                    w.raw("\n")
-                }
-            }
-            out.buffer.append(contentsOf: w.bytes)
+            out.writeJSON(entries.map { Destinations.json($0, now: now) }, asArray: format == .json)
         }
         try out.flush()
     }

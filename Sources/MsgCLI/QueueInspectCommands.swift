@@ -99,20 +99,10 @@ struct QueueStatsCommand: SessionCommand {
             out.write((labels + columns).joined(separator: ",") + "\r\n")
             for row in counts { out.write((row.labels.map(csvField) + row.counts.map(String.init)).joined(separator: ",") + "\r\n") }
         case .json, .ndjson:
-            var w = JSONWriter()
             let objects: [JSONValue] = counts.map { row in
                 .object(zip(labels, row.labels).map { .init($0, .string($1)) } + zip(columns, row.counts).map { .init($0, .number(String($1))) })
             }
-            if format == .json {
-                w.value(.array(objects))
-                w.raw("\n")
-            } else {
-                for object in objects {
-                    w.value(object)
-                    w.raw("\n")
-                }
-            }
-            out.buffer.append(contentsOf: w.bytes)
+            out.writeJSON(objects, asArray: format == .json)
         }
         try out.flush()
     }
@@ -137,6 +127,23 @@ struct QueuePurgeCommand: SessionCommand {
     func run(_ session: Session) throws {
         let n = try QueueOperations(store: try session.store(), reporter: session.reporter).purge(statuses: status.union ?? [], olderThan: olderThan)
         if n > 0 { Diagnostics.say("purged \(n) message\(n == 1 ? "" : "s")") }
+    }
+}
+
+extension ByteOutput {
+    /// Writes `values` as one JSON array (`--format json`) or one object a line (ndjson).
+    func writeJSON(_ values: [JSONValue], asArray: Bool) {
+        var w = JSONWriter()
+        if asArray {
+            w.value(.array(values))
+            w.raw("\n")
+        } else {
+            for v in values {
+                w.value(v)
+                w.raw("\n")
+            }
+        }
+        buffer.append(contentsOf: w.bytes)
     }
 }
 

@@ -93,24 +93,8 @@ import Testing
         for round in 0..<20 {
             let s = try Sandbox()
             try fiveHundred(s)
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
-            p.arguments = ["flush", "--batch", "8"]
-            p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardInput = FileHandle.nullDevice
-            try p.run()
             let killAfter = Int.random(in: 0..<500, using: &rng)
-            var lines = 0
-            while lines < killAfter {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                lines += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
-            }
-            kill(p.processIdentifier, SIGKILL)
-            _ = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
+            try s.killFlush(["flush", "--batch", "8"], after: killAfter)
             try consume(s)
             let r = try s.sh("msg recover --stale-after 0s > /dev/null; msg flush > /dev/null; echo $?")
             #expect(r.out == "0\n", "round \(round): \(r.err)")

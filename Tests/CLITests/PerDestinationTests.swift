@@ -196,24 +196,8 @@ struct DeliveryTraceFile {
         for round in 0..<8 {
             let s = try Sandbox()
             _ = try fill(s, keys: 50, each: 10)
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
-            p.arguments = ["flush", "--batch", "16", "--concurrency", "4"]
-            p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardInput = FileHandle.nullDevice
-            try p.run()
             let killAfter = Int.random(in: 0..<500, using: &rng)
-            var lines = 0
-            while lines < killAfter {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                lines += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
-            }
-            kill(p.processIdentifier, SIGKILL)
-            _ = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
+            try s.killFlush(["flush", "--batch", "16", "--concurrency", "4"], after: killAfter)
             // A reader takes what was delivered so far: a second delivery would land in new/ again.
             _ = try s.sh("mkdir -p outbox/cur; for f in outbox/new/*.json; do [ -e \"$f\" ] && mv \"$f\" outbox/cur/; done; true")
             let r = try s.sh("msg recover --stale-after 0s > /dev/null; msg flush --concurrency 4 > /dev/null; echo $?")

@@ -104,3 +104,27 @@ func ids(_ text: String) -> [String] {
 func records(_ text: String) throws -> [Message] {
     try text.split(separator: "\n").map { try Message(jsonText: String($0)) }
 }
+
+extension Sandbox {
+    /// Runs `msg ARGUMENTS` in the sandbox and kills it with SIGKILL once it has
+    /// printed `lines` records (or ended).
+    func killFlush(_ arguments: [String], after lines: Int) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+        p.arguments = arguments
+        p.environment = ["MSG_HOME": home, "XDG_CONFIG_HOME": home + "/config"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        var seen = 0
+        while seen < lines {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        }
+        kill(p.processIdentifier, SIGKILL)
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+    }
+}
