@@ -224,7 +224,11 @@ public final class Flusher {
         let delivered = Counter()
         for t in transports { startWorker(SerializedTransport(t), scheduler, results, workers, progress, delivered) }
         defer {
+            // Also when a store error ends the run: a worker blocked handing back its
+            // outcomes is let go (they are dropped; its messages stay `sending` for
+            // recover, as after a crash).
             scheduler.close()
+            results.close()
             workers.wait()
         }
         var summary = Summary()
@@ -372,7 +376,6 @@ public final class Flusher {
             defer { group.leave() }
             var sizer = SliceSizer(maximum: maximum)
             while let slice = scheduler.take(size: parallelism > 1 ? parallelism : sizer.size, parallelism: parallelism) {
-                let keys = Set(slice.map(\.key))
                 var changes: [Change] = []
                 var outcomes: [DeliveryOutcome?] = []
                 if stop.reason != nil || misconfigured.error != nil {
@@ -433,7 +436,12 @@ public final class Flusher {
                 for (item, outcome) in zip(slice, outcomes) {
                     if case .failed? = outcome { failedKeys.insert(item.key) }
                 }
-                scheduler.done(keys.subtracting(failedKeys))
+                // Held until recorded when failed; the rest may go on at once.
+                if scheduler.shared {
+                    scheduler.done(Set(slice.map(\.key)).subtracting(failedKeys))
+                } else {
+                    scheduler.hold(failedKeys)
+                }
                 output.send(Outcomes(changes: changes, failedKeys: failedKeys, outcomes: outcomes))
             }
         }
@@ -580,7 +588,7 @@ public final class Flusher {
             learn(outcome, key: key, now: now)
             if case .failed = outcome {
                 if cautious.insert(key).inserted { scheduler.setCautious(key, true) }
-            } else if !outcomes.failedKeys.contains(key), cautious.remove(key) != nil {
+            } else if !cautious.isEmpty, !outcomes.failedKeys.contains(key), cautious.remove(key) != nil {
                 scheduler.setCautious(key, false)
             }
             switch change.record.message.status {
@@ -601,8 +609,12 @@ public final class Flusher {
     /// Notes what an outcome says about its destination, for the store (at the next
     /// claim) and for this run at once.
     private func learn(_ outcome: DeliveryOutcome, key: String, now: Timestamp) {
-        var learnt: [DestinationPlanner.Event] = []
-        if probes.remove(key) != nil { learnt.append(.probeReturned) }
+        // With every message its own destination there is nothing to learn; nor from a
+        // success at a destination with nothing to forget (the common case, kept cheap).
+        if options.rules.key == .id { return }
+        let probed = !probes.isEmpty && probes.remove(key) != nil
+        if case .delivered = outcome, !probed, mirror.isEmpty || (mirror[key]?.isEmpty ?? true) { return }
+        var learnt: [DestinationPlanner.Event] = probed ? [.probeReturned] : []
         switch outcome {
         case .delivered: learnt.append(.succeeded)
         case .failed(let error, let retryAfter):
@@ -610,10 +622,6 @@ public final class Flusher {
             if error.code == .rateLimited, let retryAfter { learnt.append(.paused(until: now.adding(retryAfter))) }
             learnt.append(error.code.isRetryable ? .failed(failure) : .rejected(failure))
         }
-        // With every message its own destination there is nothing to learn; nor from a
-        // success at a destination with nothing to forget (the common case).
-        if options.rules.key == .id { return }
-        if learnt == [.succeeded] && (mirror[key]?.isEmpty ?? true) && !probes.contains(key) { return }
         for event in learnt {
             events.append((key, event))
             var s = mirror[key] ?? DestinationState()

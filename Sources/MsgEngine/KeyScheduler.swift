@@ -63,16 +63,23 @@ final class KeyScheduler: Sendable {
                 if s.closed { return nil }
                 var slice: [Item] = []
                 var keys = Set<String>()
+                // One worker that may take several messages of a destination at once
+                // needs no bookkeeping: nobody else takes (the common case, kept cheap).
+                let track = workers > 1 || parallelism > 1 || !s.cautious.isEmpty
+                let anyActive = !s.active.isEmpty
                 var i = s.head
                 while i < s.items.count && slice.count < size {
                     defer { i += 1 }
-                    guard let item = s.items[i], !s.active.contains(item.key) else { continue }
-                    let fresh = keys.insert(item.key).inserted
-                    if !fresh && (parallelism > 1 || s.cautious.contains(item.key)) { continue }
+                    guard let item = s.items[i] else { continue }
+                    if anyActive && s.active.contains(item.key) { continue }
+                    if track {
+                        let fresh = keys.insert(item.key).inserted
+                        if !fresh && (parallelism > 1 || s.cautious.contains(item.key)) { continue }
+                    }
                     slice.append(item)
                     s.items[i] = nil
                 }
-                s.active.formUnion(keys)
+                if workers > 1 { s.active.formUnion(keys) }
                 s.count -= slice.count
                 s.compact()
                 return slice
@@ -81,6 +88,16 @@ final class KeyScheduler: Sendable {
             if !slice.isEmpty { return slice }
             wakeup.wait()
         }
+    }
+
+    /// Whether several workers share the work (then `take` holds the keys it hands out).
+    var shared: Bool { workers > 1 }
+
+    /// Holds `keys` until ``done(_:)``: with one worker, a destination whose slice
+    /// failed waits for its outcomes to be recorded.
+    func hold(_ keys: Set<String>) {
+        guard !keys.isEmpty else { return }
+        state.withLock { $0.active.formUnion(keys) }
     }
 
     /// A worker is done with these keys: their waiting messages may go again.
