@@ -8,7 +8,9 @@ import Synchronization
 /// A worker takes a slice: the oldest waiting messages whose destination no other
 /// worker holds, each destination's in FIFO order; one message per destination when
 /// the transport has several in flight in one call (``Transport/parallelism``) or
-/// when the destination failed lately. A destination is held by one worker at a
+/// when the destination failed lately. With several workers a slice holds at most
+/// its share of the waiting destinations (at least one), so a few slow ones never
+/// tie up one worker's call while the others idle. A destination is held by one worker at a
 /// time, so it never has two messages in flight, and its messages go in the order
 /// they were claimed. A destination whose slice had a failure is handed on only once
 /// its outcomes are recorded (its breaker may have opened).
@@ -27,6 +29,54 @@ final class KeyScheduler: Sendable {
         /// Keys that failed lately: one message per slice, so their breaker sees each outcome.
         var cautious: Set<String> = []
         var closed = false
+
+        /// One worker: the oldest waiting messages, each destination's in order (one
+        /// per destination in a call that has several in flight, or while it fails).
+        /// Nobody else takes, so only destinations held after a failure are skipped.
+        mutating func takeAlone(size: Int, parallelism: Int) -> [Item] {
+            var slice: [Item] = []
+            var keys = Set<String>()
+            let onePerKey = parallelism > 1 || !cautious.isEmpty
+            let anyActive = !active.isEmpty
+            var i = head
+            while i < items.count && slice.count < size {
+                defer { i += 1 }
+                guard let item = items[i] else { continue }
+                if anyActive && active.contains(item.key) { continue }
+                if onePerKey && !keys.insert(item.key).inserted && (parallelism > 1 || cautious.contains(item.key)) { continue }
+                slice.append(item)
+                items[i] = nil
+            }
+            return slice
+        }
+
+        /// Several workers: a slice holds few destinations, so the waiting ones are
+        /// spread over the workers (their share, at least one), and takes each
+        /// one's messages in order; the destinations taken are held until done.
+        mutating func takeShared(size: Int, parallelism: Int, workers: Int) -> [Item] {
+            var waiting = Set<String>()
+            for i in head..<items.count {
+                if let item = items[i], !active.contains(item.key) { waiting.insert(item.key) }
+            }
+            let share = max(1, waiting.count / workers)
+            var slice: [Item] = []
+            var chosen = Set<String>()
+            var i = head
+            while i < items.count && slice.count < size {
+                defer { i += 1 }
+                guard let item = items[i], waiting.contains(item.key) else { continue }
+                if chosen.contains(item.key) {
+                    if parallelism > 1 || cautious.contains(item.key) { continue }
+                } else {
+                    if chosen.count >= share { continue }
+                    chosen.insert(item.key)
+                }
+                slice.append(item)
+                items[i] = nil
+            }
+            active.formUnion(chosen)
+            return slice
+        }
 
         mutating func compact() {
             while head < items.count && items[head] == nil { head += 1 }
@@ -61,25 +111,8 @@ final class KeyScheduler: Sendable {
         while true {
             let slice = state.withLock { s -> [Item]? in
                 if s.closed { return nil }
-                var slice: [Item] = []
-                var keys = Set<String>()
-                // One worker that may take several messages of a destination at once
-                // needs no bookkeeping: nobody else takes (the common case, kept cheap).
-                let track = workers > 1 || parallelism > 1 || !s.cautious.isEmpty
-                let anyActive = !s.active.isEmpty
-                var i = s.head
-                while i < s.items.count && slice.count < size {
-                    defer { i += 1 }
-                    guard let item = s.items[i] else { continue }
-                    if anyActive && s.active.contains(item.key) { continue }
-                    if track {
-                        let fresh = keys.insert(item.key).inserted
-                        if !fresh && (parallelism > 1 || s.cautious.contains(item.key)) { continue }
-                    }
-                    slice.append(item)
-                    s.items[i] = nil
-                }
-                if workers > 1 { s.active.formUnion(keys) }
+                let slice = workers > 1 ? s.takeShared(size: size, parallelism: parallelism, workers: workers)
+                    : s.takeAlone(size: size, parallelism: parallelism)
                 s.count -= slice.count
                 s.compact()
                 return slice

@@ -189,6 +189,28 @@ struct DeliveryTraceFile {
         #expect(rows.contains("{\"destination\":\"d2\",\"status\":\"queued\",\"total\":4,\"<5m\":4,\"<1h\":0,\"<1d\":0,\"<7d\":0,\"older\":0}"), "\(r.out)")
     }
 
+    /// exec: commands of different destinations run at once, one per destination:
+    /// each worker has its own transport, and the runs reap only their own children.
+    @Test func execCommandsOfDifferentDestinationsRunAtOnceOnePerDestination() throws {
+        let s = try Sandbox()
+        let order = try fill(s, keys: 4, each: 3)
+        let script = s.home + "/send"
+        try "#!/bin/sh\necho \"$(date +%s%N) start $MSG_TO $MSG_ID\" >> \(s.home)/log\nsleep 0.1\necho \"$(date +%s%N) end $MSG_TO $MSG_ID\" >> \(s.home)/log\n"
+            .write(toFile: script, atomically: true, encoding: .utf8)
+        let r = try s.sh("chmod 755 send; msg flush --concurrency 4 --transport 'exec:\(script)?concurrency=4' | wc -l")
+        #expect(r.status == 0 && r.lines == ["12"], "\(r.out)\(r.err)")
+        // The log's lines in time order: the trace format the mock writes.
+        let lines = try String(contentsOfFile: s.home + "/log", encoding: .utf8).split(separator: "\n")
+            .sorted { Int64($0.split(separator: " ")[0])! < Int64($1.split(separator: " ")[0])! }
+        let trace = DeliveryTraceFile(lines.joined(separator: "\n"))
+        #expect(trace.maxInFlightPerKey == 1, "one command per destination at a time")
+        #expect(trace.maxInFlightTotal > 1, "destinations ran at once")
+        for (key, ids) in order {
+            let inOrder = trace.firstAttempts[key] == ids
+            #expect(inOrder, "\(key): in FIFO order")
+        }
+    }
+
     /// kill -9 in the middle of a flush with four workers, then recover and flush:
     /// every id reaches the drop exactly once.
     @Test func randomKillsOfAConcurrentFlushThenRecoverDeliverEachOnce() throws {
