@@ -7,7 +7,7 @@ import MsgKit
 /// a shell, and reads its exit status as sysexits (``ExitClassifier``).
 ///
 /// `exec:/usr/sbin/sendmail -i -- bob@example.com?input=body&concurrency=4`:
-/// the path is the command line, split into words by ``CommandWords`` (write `?`
+/// the path is the command line, split into words by ``ShellWords`` (write `?`
 /// as `%3F` and `%` as `%25` in it). Parameters:
 /// - `input=record` (default): standard input is the record as a destination
 ///   receives it (``EncodedMessage/deliveredJSON``) and a newline; `input=body`:
@@ -39,7 +39,7 @@ public final class ExecTransport: Transport {
         guard url.authority == nil else {
             throw MsgError(.config, "exec: takes a command, not an address: write exec:/path/to/command ARGS, got '\(url.text)'")
         }
-        argv = try CommandWords.split(url.path, what: "exec:")
+        argv = try ShellWords.command(url.path, what: "exec")
         try Self.checkRunnable(argv[0])
         var concurrency = 1
         var grace: Int64 = 2000
@@ -64,7 +64,7 @@ public final class ExecTransport: Transport {
                     throw MsgError(.config, "exec: parameter grace: \(error.message)")
                 }
             case "lookup":
-                let words = try CommandWords.split(value, what: "exec: parameter lookup")
+                let words = try ShellWords.command(value, what: "exec: parameter lookup")
                 try Self.checkRunnable(words[0])
                 lookup = words
             default:

@@ -63,14 +63,7 @@ struct TCPAddress: Sendable {
     /// The first line of `path`, which must be readable by its owner only.
     /// - Throws: `config` naming the file and what is wrong with it.
     static func readToken(_ path: String) throws(MsgError) -> String {
-        let fd = try SystemCalls.open(path, O_RDONLY | O_CLOEXEC, code: .config)
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw SystemCalls.error(.config, "cannot read token file \(path)") }
-        guard info.st_mode & 0o077 == 0 else {
-            throw MsgError(.config, "token file \(path) can be read by others; chmod 0600 it")
-        }
-        let bytes = try SystemCalls.readToEnd(fd, code: .config, what: "token file \(path)")
+        let bytes = try SystemCalls.readPrivateFile(path, what: "token file")
         let line = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self).trimmingSpaces()
         guard !line.isEmpty else { throw MsgError(.config, "token file \(path) is empty") }
         return line

@@ -33,6 +33,23 @@ import Testing
         #expect(lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "the link was replaced, not followed")
     }
 
+    @Test func aSecretFileMustBeTheOwnersAlone() throws {
+        let path = temporaryDirectory() + "/secret"
+        let fd = try SystemCalls.createExclusive(path, mode: 0o640, code: .storeIO)
+        try SystemCalls.writeAll(fd, Array("s3cret\n".utf8), code: .storeIO, what: path)
+        close(fd)
+        chmod(path, 0o640)
+        do {
+            _ = try SystemCalls.readPrivateFile(path, what: "token file")
+            Issue.record("a file the group may read was read")
+        } catch {
+            #expect(error.code == .config && error.message == "token file \(path) can be read by others; chmod 0600 it")
+        }
+        chmod(path, 0o600)
+        #expect(try SystemCalls.readPrivateFile(path, what: "token file") == Array("s3cret\n".utf8))
+        #expect(throws: MsgError(.config, "")) { try SystemCalls.readPrivateFile(path + ".missing", what: "token file") }
+    }
+
     @Test func temporaryNamesCannotBeGuessed() {
         let names = Set((0..<100).map { _ in SystemCalls.unpredictableName(beside: "/x/f") })
         #expect(names.count == 100)

@@ -5,6 +5,21 @@
 /// File-system helpers for places another user might plant a link, and for
 /// setting damaged files aside.
 extension SystemCalls {
+    /// The bytes of a secret file (a token, a password file, a signing key): one that
+    /// only its owner may read, as ssh and libpq require.
+    /// - Throws: `config` naming the file (`what` says what it is for) when it cannot
+    ///   be read or group or others may read it.
+    public static func readPrivateFile(_ path: String, what: String) throws(MsgError) -> [UInt8] {
+        let fd = try open(path, O_RDONLY | O_CLOEXEC, code: .config)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw error(.config, "cannot read \(what) \(path)") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw MsgError(.config, "\(what) \(path) can be read by others; chmod 0600 it")
+        }
+        return try readToEnd(fd, code: .config, what: "\(what) \(path)")
+    }
+
     /// Whether something (a file, a directory, a link, even a dangling one) is at `path`.
     public static func exists(_ path: String) -> Bool {
         var st = stat()

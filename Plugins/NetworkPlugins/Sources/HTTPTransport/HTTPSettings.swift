@@ -95,14 +95,7 @@ struct HTTPSettings: Sendable {
 
     /// The text of a file only its owner may read (a secret): else `config`.
     static func readPrivate(_ path: String, what: String) throws(MsgError) -> String {
-        let fd = try SystemCalls.open(path, O_RDONLY, code: .config)
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw SystemCalls.error(.config, "cannot read \(what) \(path)") }
-        guard info.st_mode & 0o077 == 0 else {
-            throw MsgError(.config, "http: \(what) \(path) may be read by others; chmod 0600 it")
-        }
-        return String(decoding: try SystemCalls.readToEnd(fd, code: .config, what: path), as: UTF8.self)
+        String(decoding: try SystemCalls.readPrivateFile(path, what: "http: \(what)"), as: UTF8.self)
     }
 
     private static func readable(_ path: String, what: String) throws(MsgError) -> String {

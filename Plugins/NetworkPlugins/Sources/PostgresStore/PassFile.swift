@@ -19,14 +19,9 @@ enum PassFile {
         } else {
             return nil
         }
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        if st.st_mode & 0o077 != 0 {
-            throw MsgError(.config, "password file \(path) can be read by others; chmod 0600 it")
-        }
-        guard let fd = try? SystemCalls.open(path, O_RDONLY, code: .config) else { return nil }
-        defer { close(fd) }
-        let text = try SystemCalls.readToEnd(fd, code: .config, what: path)
+        // No file is no password (libpq's rule); one that others may read is refused.
+        guard access(path, F_OK) == 0 else { return nil }
+        let text = try SystemCalls.readPrivateFile(path, what: "password file")
         let host = address.isUnixSocket ? "localhost" : address.host
         return lookup(String(decoding: text, as: UTF8.self), host: host, port: address.port, database: address.database, user: address.user)
     }

@@ -1,13 +1,26 @@
-import MsgKit
-
 /// Splits a command line into words as a POSIX shell does, without expansion:
 /// blanks separate words; `'…'` keeps everything literally; `"…"` keeps everything
 /// but `\"`, `\\`, `\$` and `` \` ``, which lose their backslash; outside quotes a
 /// backslash keeps the next character; `#` at the start of a word begins a comment.
+/// Nothing is expanded: `$MSG_TO`, `*` and `;` are plain text. `msg shell` reads its
+/// lines with it, and the `exec:` transport its command (which runs no shell).
 public enum ShellWords {
     /// The words of `line`. - Throws: `usage` for an unclosed quote or a trailing backslash.
     public static func split(_ line: String) throws(MsgError) -> [String] {
         try scan(line).words
+    }
+
+    /// The words of a command given in a plugin's URL (`exec:`), at least one.
+    /// - Throws: `config`, naming `what`, for an unclosed quote, a trailing backslash or no word.
+    public static func command(_ text: String, what: String) throws(MsgError) -> [String] {
+        let words: [String]
+        do throws(MsgError) {
+            words = try split(text)
+        } catch {
+            throw MsgError(.config, "\(what): \(error.message)")
+        }
+        guard !words.isEmpty else { throw MsgError(.config, "\(what): no command given") }
+        return words
     }
 
     /// The words of `line` and whether the last one is still open (the cursor is in

@@ -1,4 +1,3 @@
-import MsgEngine
 import MsgKit
 import Testing
 
@@ -26,5 +25,18 @@ import Testing
         #expect(ShellWords.partial("queue l").words == ["queue", "l"] && ShellWords.partial("queue l").lastIsOpen)
         #expect(ShellWords.partial("queue ").words == ["queue"] && !ShellWords.partial("queue ").lastIsOpen)
         #expect(ShellWords.partial("compose --body 'hel").words == ["compose", "--body", "hel"])
+    }
+
+    /// A plugin's command (`exec:`): the same words, its errors `config` and named.
+    @Test func aCommandInAURLIsSplitTheSameWayWithConfigErrors() throws {
+        #expect(try ShellWords.command("/bin/sh -c 'printf %s \"$MSG_TO\"'", what: "exec") == ["/bin/sh", "-c", "printf %s \"$MSG_TO\""])
+        for bad in ["/bin/true 'open", "  ", "x \\"] {
+            do {
+                _ = try ShellWords.command(bad, what: "exec")
+                Issue.record("\(bad) was split")
+            } catch {
+                #expect(error.code == .config && error.message.hasPrefix("exec: "), "\(bad): \(error.message)")
+            }
+        }
     }
 }
