@@ -378,6 +378,7 @@ public final class Flusher {
             while let slice = scheduler.take(size: parallelism > 1 ? parallelism : sizer.size, parallelism: parallelism) {
                 var changes: [Change] = []
                 var outcomes: [DeliveryOutcome?] = []
+                var failedKeys = Set<String>()
                 if stop.reason != nil || misconfigured.error != nil {
                     // Not attempted: back as it was.
                     changes = slice.map { Change($0.claimed.original, expected: .sending) }
@@ -429,12 +430,9 @@ public final class Flusher {
                         }
                         changes.append(Change(x, expected: .sending))
                         outcomes.append(got[next])
+                        if case .failed = got[next] { failedKeys.insert(item.key) }
                     }
                     progress?.update(delivered.add(records.count))
-                }
-                var failedKeys = Set<String>()
-                for (item, outcome) in zip(slice, outcomes) {
-                    if case .failed? = outcome { failedKeys.insert(item.key) }
                 }
                 // Held until recorded when failed; the rest may go on at once.
                 if scheduler.shared {
