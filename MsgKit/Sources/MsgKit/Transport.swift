@@ -19,6 +19,8 @@
 /// 8. **Parallelism.** ``parallelism`` says how many records one ``deliver(_:deadline:)``
 ///    call may have in flight at once (1: one after another, in order). The host
 ///    never puts two records of one destination into a call when it is above 1.
+///    A flush with several workers opens one transport per worker and calls them at
+///    once: state shared between instances (a static) must be safe for that.
 public protocol Transport: AnyObject {
     /// Delivers `records` (as the store holds them, status `sending`) in order, each
     /// within `deadline`.
