@@ -126,7 +126,6 @@ public struct DestinationState: Sendable, Equatable {
     /// A permanent failure (the message's fault, not the destination's): kept for display.
     public mutating func rejected(_ failure: Message.Failure) {
         lastError = failure
-        if openUntil != nil { probeUntil = nil }
     }
 
     /// The destination asked for a pause.
