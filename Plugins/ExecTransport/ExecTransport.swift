@@ -20,8 +20,10 @@ import MsgKit
 ///
 /// The environment is msg's, with `MSG_ID`, `MSG_TO`, `MSG_FROM`, `MSG_ATTEMPT`
 /// (this attempt's number, from 1) and `MSG_HEADER_<NAME>` per header (the name
-/// upper-cased, every character but a letter or digit made `_`) set for the
-/// message, and any inherited ones of those names removed. Standard output goes to
+/// upper-cased, every character but a letter or digit made `_`; of two headers
+/// that make one name the first wins) set for the message, and any inherited ones
+/// of those names removed. A value the environment cannot hold whole (a NUL; too
+/// large, E2BIG) makes the message `rejected`: it is never passed cut short. Standard output goes to
 /// /dev/null; the first line of standard error is the error's message.
 public final class ExecTransport: Transport {
     let argv: [String]
@@ -82,12 +84,21 @@ public final class ExecTransport: Transport {
     public var parallelism: Int { pool.concurrency }
 
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
-        let jobs = records.map { record in
-            ProcessPool.Job(argv: argv, environment: environment(for: record.message),
-                            input: inputBody ? Array(record.message.body.utf8) : record.deliveredJSON + [10])
+        // A value the environment cannot hold whole is refused, never cut short.
+        let environments = records.map { environment(for: $0.message) }
+        var jobs: [ProcessPool.Job] = []
+        for (record, environment) in zip(records, environments) {
+            guard case .success(let env) = environment else { continue }
+            jobs.append(ProcessPool.Job(argv: argv, environment: env,
+                                        input: inputBody ? Array(record.message.body.utf8) : record.deliveredJSON + [10]))
         }
-        let ends = pool.run(jobs, deadline: max(1, deadline.milliseconds))
-        return ends.map { ExitClassifier.outcome($0, command: argv[0], deadline: deadline) }
+        var ends = pool.run(jobs, deadline: max(1, deadline.milliseconds)).makeIterator()
+        return environments.map { environment in
+            switch environment {
+            case .failure(let error): return .failed(error, retryAfter: nil)
+            case .success: return ExitClassifier.outcome(ends.next()!, command: argv[0], deadline: deadline)
+            }
+        }
     }
 
     public func lookup(_ id: String) throws(MsgError) -> Bool? {
@@ -109,16 +120,38 @@ public final class ExecTransport: Transport {
         }
     }
 
-    /// msg's environment and the message's `MSG_*` variables.
-    func environment(for m: Message) -> [String] {
+    /// msg's environment and the message's `MSG_*` variables, or why the message
+    /// cannot be passed (`rejected`): a NUL in a value, which C strings would cut
+    /// short, so the command would deliver to a cut address. Two headers whose
+    /// names make one variable name (`X-To`, `x_to`): the first in the record wins,
+    /// and the others are left out of the environment (the record on standard
+    /// input, `input=record`, has them all).
+    func environment(for m: Message) -> Result<[String], MsgError> {
         var env = baseEnvironment
         env.reserveCapacity(env.count + 4 + m.headers.count)
+        func add(_ name: String, _ value: String, _ what: String) -> MsgError? {
+            if value.utf8.contains(0) {
+                return MsgError(.rejected, "\(what) holds a NUL character, which cannot be passed in the environment (\(name)) whole; not sent rather than sent cut short")
+            }
+            env.append("\(name)=\(value)")
+            return nil
+        }
         env.append("MSG_ID=\(m.id)")
-        env.append("MSG_TO=\(m.to)")
-        if let from = m.from { env.append("MSG_FROM=\(from)") }
+        if let error = add("MSG_TO", m.to, "the recipient (to)") { return .failure(error) }
+        if let from = m.from, let error = add("MSG_FROM", from, "the sender (from)") { return .failure(error) }
         env.append("MSG_ATTEMPT=\(m.attempts + 1)")
-        for field in m.headers { env.append("MSG_HEADER_\(Self.variableName(field.key))=\(field.value)") }
-        return env
+        var names = Set<String>()
+        for field in m.headers {
+            let name = "MSG_HEADER_\(Self.variableName(field.key))"
+            guard names.insert(name).inserted else { continue }
+            if let error = add(name, field.value, "header \(Self.printable(field.key))") { return .failure(error) }
+        }
+        return .success(env)
+    }
+
+    /// A header name for a message: control characters shown as `?`.
+    static func printable(_ name: String) -> String {
+        String(String.UnicodeScalarView(name.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 
     /// A header name as a variable name: `Content-Type` is `CONTENT_TYPE`.

@@ -45,8 +45,13 @@ enum ExitClassifier {
     }
 
     /// The error for a command that could not be started: `config` when it does not
-    /// exist or may not be run (the run stops), else `remote` (out of processes).
+    /// exist or may not be run (the run stops); `rejected` when the message's values
+    /// are too large for the environment (E2BIG: that message will never fit, so it
+    /// is dead rather than retried forever); else `remote` (out of processes).
     static func notStarted(_ command: String, errno value: Int32) -> MsgError {
+        if value == E2BIG {
+            return MsgError(.rejected, "cannot run \(command) for this message: its values are too large for the environment (E2BIG); input=record passes the whole record on standard input")
+        }
         let code: MsgError.Code = [ENOENT, EACCES, ENOEXEC, ENOTDIR, ELOOP, ENAMETOOLONG].contains(value) ? .config : .remote
         return SystemCalls.error(code, "cannot run \(command)", errno: value)
     }

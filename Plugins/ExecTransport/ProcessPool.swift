@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import CProcess
+import Dispatch
 import Synchronization
 
 /// Runs commands, up to `concurrency` at once, each with its own deadline, and
@@ -24,19 +25,32 @@ struct ProcessPool {
     var concurrency: Int
     var grace: Int64
 
-    /// Runs in progress in this process (several flush workers run at once). Orphans
-    /// are reaped with `waitpid(-1)`, which must never take a run's own child: only
-    /// the last run to end reaps, holding this lock, so no run is starting a command.
-    private static let runs = Mutex(0)
+    /// The pids of the commands running in this process (every pool's, as several
+    /// flush workers run at once). Orphans are reaped by pid, never with
+    /// `waitpid(-1)`, so no run's own child is ever taken from it: a child is
+    /// started and entered here under this lock, and the reaper holds it too.
+    private static let commands = Mutex(Set<pid_t>())
 
     func run(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
-        Self.runs.withLock { $0 += 1 }
         let ends = runAlone(jobs, deadline: milliseconds)
-        Self.runs.withLock { active in
-            active -= 1
-            if active == 0 { Self.reapOrphans() }
-        }
+        Self.reapOrphans()
         return ends
+    }
+
+    /// Starts one job and enters its pid among the commands, under the lock.
+    private static func start(_ job: Job, deadline: Int64) -> Result<ChildProcess, SpawnFailure> {
+        commands.withLock { ours in
+            let started = ChildProcess.start(argv: job.argv, environment: job.environment, input: job.input, deadline: deadline)
+            if case .success(let child) = started { ours.insert(child.pid) }
+            return started
+        }
+    }
+
+    /// Reaps `child` (``ChildProcess/finish()``) and forgets its pid.
+    private static func finish(_ child: ChildProcess) -> ChildEnd {
+        let end = child.finish()
+        commands.withLock { _ = $0.remove(child.pid) }
+        return end
     }
 
     private func runAlone(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
@@ -48,8 +62,7 @@ struct ProcessPool {
         while next < jobs.count || !running.isEmpty {
             while running.count < concurrency && next < jobs.count {
                 let job = jobs[next]
-                switch ChildProcess.start(argv: job.argv, environment: job.environment, input: job.input,
-                                          deadline: Self.now() + milliseconds) {
+                switch Self.start(job, deadline: Self.now() + milliseconds) {
                 case .success(let child): running.append((next, child))
                 case .failure(let failure): ends[next] = ChildEnd(how: .notStarted(failure.errno), firstErrorLine: nil)
                 }
@@ -85,23 +98,71 @@ struct ProcessPool {
             }
             for slot in ended.sorted(by: >) {
                 let (index, child) = running.remove(at: slot)
-                ends[index] = child.finish()
+                ends[index] = Self.finish(child)
             }
         }
         return ends.map { $0! }
     }
 
     /// Makes msg the subreaper of what its commands start; a command's background
-    /// process (sendmail's queue runner) outlives it and is left to run.
+    /// process (sendmail's queue runner) outlives it and is left to run. Orphans are
+    /// reaped after every run and, while msg waits for work, four times a second.
     static func becomeSubreaper() {
         _ = msg_become_subreaper()
+        reaper.withLock { timer in
+            guard timer == nil else { return }
+            let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "msg.exec.reaper"))
+            source.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(100))
+            source.setEventHandler { reapOrphans() }
+            source.resume()
+            timer = source
+        }
     }
 
-    /// Reaps orphaned descendants that have ended since. Only called when no run is
-    /// in progress, so no status msg waits for is taken.
+    /// The timer that reaps orphans between runs (one per process).
+    private static let reaper = Mutex<(any DispatchSourceTimer)?>(nil)
+
+    /// Reaps the orphaned descendants that have ended: msg's children that are not
+    /// its commands (what a command left running, reparented to msg, the
+    /// subreaper). Called after every run, while others run, so zombies never pile
+    /// up under steady load. The children are read from
+    /// `/proc/self/task/*/children`, and each is waited for by pid, without
+    /// blocking; where the kernel does not offer that file, nothing is reaped here
+    /// until the process ends.
     static func reapOrphans() {
-        var status: Int32 = 0
-        while waitpid(-1, &status, WNOHANG) > 0 {}
+        commands.withLock { ours in
+            for pid in childProcesses() where !ours.contains(pid) {
+                var status: Int32 = 0
+                _ = waitpid(pid, &status, WNOHANG)
+            }
+        }
+    }
+
+    /// This process's children, from every thread's `children` file (an orphan is
+    /// given to one thread of the subreaper).
+    static func childProcesses() -> [pid_t] {
+        var pids: [pid_t] = []
+        guard let dir = opendir("/proc/self/task") else { return [] }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.first?.isNumber == true else { continue }
+            let fd = open("/proc/self/task/\(name)/children", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n > 0 { text += buffer[0..<n]; continue }
+                if n < 0 && errno == EINTR { continue }
+                break
+            }
+            close(fd)
+            for word in text.split(separator: 0x20) {
+                if let pid = pid_t(String(decoding: word, as: UTF8.self)) { pids.append(pid) }
+            }
+        }
+        return pids
     }
 
     /// Monotonic milliseconds.

@@ -32,10 +32,7 @@ struct DestinationsCommand: SessionCommand {
                         v["throttle"]?.stringValue ?? "", String(e.queued), String(e.failed), String(e.sending), error]
             }
             let header = ["DESTINATION", "BREAKER", "UNTIL", "THROTTLE", "QUEUED", "FAILED", "SENDING", "LAST ERROR"]
-            let widths = header.indices.map { i in max(header[i].count, rows.map { $0[i].count }.max() ?? 0) + 2 }
-            for row in [header] + rows {
-                out.write(zip(row, widths).enumerated().map { $0.offset == row.count - 1 ? $0.element.0 : $0.element.0.padding($0.element.1) }.joined() + "\n")
-            }
+            out.write(TextTable.render(header: header, rows: rows))
         default:
             out.writeJSON(entries.map { Destinations.json($0, now: now) }, asArray: format == .json)
         }

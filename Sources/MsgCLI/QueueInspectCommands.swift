@@ -88,13 +88,9 @@ struct QueueStatsCommand: SessionCommand {
         switch format ?? .automatic {
         case .table:
             let total = columns.indices.map { i in counts.reduce(0) { $0 + $1.counts[i] } }
-            let widths = labels.indices.map { i in max(10, (counts.map { $0.labels[i].count }.max() ?? 0) + 2) }
-            func line(_ l: [String], _ n: [String]) -> String {
-                zip(l, widths).map { $0.padding($1) }.joined() + n.map { $0.padding(8) }.joined() + "\n"
-            }
-            out.write(line(labels.map { $0.uppercased() }, columns.map { $0 == "total" ? "TOTAL" : $0 }))
-            for row in counts { out.write(line(row.labels, row.counts.map(String.init))) }
-            out.write(line(["total"] + Array(repeating: "", count: labels.count - 1), total.map(String.init)))
+            let rows = counts.map { $0.labels + $0.counts.map(String.init) }
+                + [["total"] + Array(repeating: "", count: labels.count - 1) + total.map(String.init)]
+            out.write(TextTable.render(header: labels.map { $0.uppercased() } + columns.map { $0 == "total" ? "TOTAL" : $0 }, rows: rows))
         case .csv:
             out.write((labels + columns).joined(separator: ",") + "\r\n")
             for row in counts { out.write((row.labels.map(csvField) + row.counts.map(String.init)).joined(separator: ",") + "\r\n") }
@@ -109,7 +105,8 @@ struct QueueStatsCommand: SessionCommand {
 
     /// A CSV field, quoted when it needs to be (RFC 4180).
     private func csvField(_ s: String) -> String {
-        guard s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
+        // Scalars, not Characters: "\r\n" is one Character, equal to neither.
+        guard s.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
         return "\"" + s.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 }
@@ -145,9 +142,4 @@ extension ByteOutput {
         }
         buffer.append(contentsOf: w.bytes)
     }
-}
-
-extension String {
-    /// The string padded with spaces to `width` (at least one space after it).
-    func padding(_ width: Int) -> String { self + String(repeating: " ", count: max(1, width - count)) }
 }

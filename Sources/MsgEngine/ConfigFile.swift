@@ -33,8 +33,9 @@ enum ConfigFile {
             throw MsgError(.config, "cannot read config file \(path): \(cause?.description ?? error.message)", underlying: cause)
         }
         var values: [String: String] = [:]
-        for (i, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = String(raw).trimmingSpaces()
+        // Lines split as bytes: "\r\n" is one Character in Swift, not "\n".
+        for (i, raw) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let line = String(decoding: raw, as: UTF8.self).trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let eq = line.firstIndex(of: "=") else {
                 throw MsgError(.config, "\(path) line \(i + 1): expected 'key = value'")

@@ -331,7 +331,7 @@ public final class Flusher {
         case .delivered: learnt.append(.succeeded)
         case .failed(let error, let retryAfter):
             let failure = Message.Failure(error, at: now)
-            if error.code == .rateLimited, let retryAfter { learnt.append(.paused(until: now.adding(retryAfter))) }
+            if error.code == .rateLimited, let retryAfter { learnt.append(.paused(until: now.adding(RetryPolicy.honoured(retryAfter)))) }
             learnt.append(error.code.isRetryable ? .failed(failure) : .rejected(failure))
         }
         for event in learnt {

@@ -26,8 +26,8 @@ public enum RecordSheet {
         var out = ""
         for (name, value) in lines { out += name.padding(toWidth: 12) + TextTable.fit(value, 4096) + "\n" }
         out += "body\n"
-        for line in m.body.split(separator: "\n", omittingEmptySubsequences: false) {
-            out += "    " + TextTable.fit(String(line), 4096) + "\n"
+        for line in m.body.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            out += "    " + TextTable.fit(String(decoding: line, as: UTF8.self), 4096) + "\n"
         }
         out += "history\n"
         for e in m.history {

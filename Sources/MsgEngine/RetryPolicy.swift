@@ -17,6 +17,15 @@ public struct RetryPolicy: Sendable, Equatable {
 
     public init() {}
 
+    /// The longest wait a destination may ask for (`retry_after`); longer is taken as this.
+    public static let longestRetryAfter = MsgDuration.seconds(86_400)
+
+    /// A wait a destination asked for, as msg honours it: from none to a day. The
+    /// value comes from the network (a receiver's ack, a Retry-After header).
+    public static func honoured(_ retryAfter: MsgDuration) -> MsgDuration {
+        MsgDuration(milliseconds: min(max(0, retryAfter.milliseconds), longestRetryAfter.milliseconds))
+    }
+
     /// The delay before the next attempt after `attempts` counted attempts.
     /// `unit` is a random number in [0, 1) (injected, so tests are exact).
     public func delay(afterAttempts attempts: Int, unit: Double) -> MsgDuration {
@@ -49,7 +58,7 @@ public struct RetryPolicy: Sendable, Equatable {
             }
             var wait = delay(afterAttempts: max(m.attempts, 1), unit: unit)
             if error.code == .rateLimited {
-                wait = retryAfter ?? MsgDuration(milliseconds: wait.milliseconds * 4)
+                wait = retryAfter.map(Self.honoured) ?? MsgDuration(milliseconds: wait.milliseconds * 4)
             }
             m.nextAttemptAt = now.adding(wait)
             try m.transition(to: .failed, event: "failed", at: now, error: failure)

@@ -85,6 +85,34 @@ public struct TextTable: Sendable {
         return out
     }
 
+    /// `text` with its control characters written as escapes (`\n`, `\r`, `\t`,
+    /// `\x1b`): for a key shown in a table, where a line break must neither break
+    /// the row nor pass for a space.
+    public static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) }) else { return text }
+        var out = ""
+        for s in text.unicodeScalars {
+            switch s {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where s.value < 0x20 || (0x7F..<0xA0).contains(s.value):
+                out += "\\x" + (s.value < 16 ? "0" : "") + String(s.value, radix: 16)
+            default: out.unicodeScalars.append(s)
+            }
+        }
+        return out
+    }
+
+    /// A table whose columns are as wide as their widest cell (with `escaped` cells),
+    /// written whole: for short listings such as `queue stats` and `msg destinations`.
+    public static func render(header: [String], rows: [[String]]) -> String {
+        let cells = rows.map { $0.map(escaped) }
+        let widths = header.indices.map { i in max(displayWidth(header[i]), cells.map { displayWidth($0[i]) }.max() ?? 0) }
+        let table = TextTable(widths.enumerated().map { .fixed(header[$0.offset], $0.element) }, width: nil)
+        return table.header + cells.map(table.row).joined()
+    }
+
     /// `text` within `width` cells, cut at its start (`…/release/libX.so`): for paths,
     /// whose end says the most.
     public static func fitKeepingEnd(_ text: String, _ width: Int) -> String {

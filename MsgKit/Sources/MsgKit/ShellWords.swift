@@ -35,15 +35,17 @@ public enum ShellWords {
     }
 
     private static func scan(_ line: String, lenient: Bool = false) throws(MsgError) -> (words: [String], open: Bool) {
+        // Scalars, not Characters: a quote followed by a combining mark, or "\r\n",
+        // is one Character in Swift and would be read as neither.
         var words: [String] = []
-        var word = ""
+        var word = String.UnicodeScalarView()
         var inWord = false
-        var chars = Array(line)[...]
+        var chars = Array(line.unicodeScalars)[...]
         while let c = chars.popFirst() {
             switch c {
             case " ", "\t", "\n":
-                if inWord { words.append(word) }
-                word = ""
+                if inWord { words.append(String(word)) }
+                word = String.UnicodeScalarView()
                 inWord = false
             case "#" where !inWord:
                 return (words, false)
@@ -51,7 +53,7 @@ public enum ShellWords {
                 inWord = true
                 while true {
                     guard let q = chars.popFirst() else {
-                        if lenient { return (words + [word], true) }
+                        if lenient { return (words + [String(word)], true) }
                         throw MsgError(.usage, "unclosed ' in: \(line)")
                     }
                     if q == "'" { break }
@@ -61,11 +63,11 @@ public enum ShellWords {
                 inWord = true
                 while true {
                     guard let q = chars.popFirst() else {
-                        if lenient { return (words + [word], true) }
+                        if lenient { return (words + [String(word)], true) }
                         throw MsgError(.usage, "unclosed \" in: \(line)")
                     }
                     if q == "\"" { break }
-                    if q == "\\", let next = chars.first, "\"\\$`".contains(next) {
+                    if q == "\\", let next = chars.first, "\"\\$`".unicodeScalars.contains(next) {
                         word.append(next)
                         chars = chars.dropFirst()
                     } else {
@@ -75,7 +77,7 @@ public enum ShellWords {
             case "\\":
                 inWord = true
                 guard let next = chars.popFirst() else {
-                    if lenient { return (words + [word], true) }
+                    if lenient { return (words + [String(word)], true) }
                     throw MsgError(.usage, "a backslash ends the line: \(line)")
                 }
                 if next != "\n" { word.append(next) }
@@ -84,7 +86,7 @@ public enum ShellWords {
                 word.append(c)
             }
         }
-        if inWord { words.append(word) }
+        if inWord { words.append(String(word)) }
         return (words, inWord)
     }
 }

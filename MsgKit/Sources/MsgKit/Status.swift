@@ -83,7 +83,8 @@ public enum Status: String, Sendable, CaseIterable, Hashable, Comparable {
 extension String {
     /// The string without leading and trailing spaces and tabs.
     public func trimmingSpaces() -> String {
-        var s = Substring(self)
+        // Scalars, not Characters: "\r\n" is one Character, equal to neither.
+        var s = Substring(self).unicodeScalars
         while let c = s.first, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeFirst() }
         while let c = s.last, c == " " || c == "\t" || c == "\r" || c == "\n" { s.removeLast() }
         return String(s)

@@ -20,10 +20,19 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
 
-    /// This time moved by `duration`.
+    /// This time moved by `duration`, kept within years 1 to 9999 (what RFC 3339
+    /// writes): a duration from the network (a receiver's `retry_after`) never
+    /// overflows.
     public func adding(_ duration: MsgDuration) -> Timestamp {
-        Timestamp(milliseconds: milliseconds + duration.milliseconds)
+        let (sum, overflow) = milliseconds.addingReportingOverflow(duration.milliseconds)
+        if overflow { return duration.milliseconds > 0 ? .latest : .earliest }
+        return Timestamp(milliseconds: min(max(sum, Self.earliest.milliseconds), Self.latest.milliseconds))
     }
+
+    /// 9999-12-31T23:59:59.999Z, the latest time a record can hold.
+    public static let latest = Timestamp(milliseconds: 253_402_300_799_999)
+    /// 0001-01-01T00:00:00.000Z, the earliest.
+    public static let earliest = Timestamp(milliseconds: -62_135_596_800_000)
 
     /// The RFC 3339 text, UTC, always with three fraction digits.
     public var description: String {

@@ -58,7 +58,9 @@ struct HTTPSettings: Sendable {
                 guard value == "record" || value == "body" else { throw MsgError(.config, "http: parameter input must be record or body, got '\(value)'") }
                 inputBody = value == "body"
             case "content_type":
-                guard !value.isEmpty, !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { throw MsgError(.config, "http: parameter content_type is empty or has a line break") }
+                guard !value.isEmpty, !Self.hasControlBytes(value) else {
+                    throw MsgError(.config, "http: parameter content_type is empty or has a control character (a line break?)")
+                }
                 bodyContentType = value
             case "concurrency":
                 guard let n = Int(value), (1...256).contains(n) else { throw MsgError(.config, "http: parameter concurrency must be a number from 1 to 256, got '\(value)'") }
@@ -103,18 +105,29 @@ struct HTTPSettings: Sendable {
         return path
     }
 
-    /// `Name: Value` lines; blank lines and `#` comments are skipped.
+    /// Whether `value` has a byte no header value may hold: a control character
+    /// (CR, LF, NUL…) or DEL. Checked as bytes: Swift reads "\r\n" as one Character,
+    /// equal to neither "\r" nor "\n".
+    static func hasControlBytes(_ value: String) -> Bool {
+        value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+    }
+
+    /// `Name: Value` lines (LF or CRLF); blank lines and `#` comments are skipped.
     static func headers(_ text: String, file: String) throws(MsgError) -> [(String, String)] {
         var result: [(String, String)] = []
-        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = line.hasSuffix("\r") ? line.dropLast() : line
-            if line.allSatisfy({ $0 == " " || $0 == "\t" }) || line.hasPrefix("#") { continue }
+        for (n, raw) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let bytes = raw.last == 0x0D ? raw.dropLast() : raw[...]
+            let line = String(decoding: bytes, as: UTF8.self)
+            if line.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) || line.hasPrefix("#") { continue }
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
-                  line[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }) else {
+                  line[..<colon].unicodeScalars.allSatisfy({ $0.isASCII && (Character($0).isLetter || Character($0).isNumber || "-_".unicodeScalars.contains($0)) }) else {
                 throw MsgError(.config, "http: \(file) line \(n + 1) is not a header (Name: Value)")
             }
-            let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-            result.append((String(line[..<colon]), String(value)))
+            let value = String(line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
+            guard !hasControlBytes(value) else {
+                throw MsgError(.config, "http: \(file) line \(n + 1): the value has a control character")
+            }
+            result.append((String(line[..<colon]), value))
         }
         return result
     }

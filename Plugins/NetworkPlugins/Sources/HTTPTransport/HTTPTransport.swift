@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import struct Foundation.URL
 
 /// The `http://` and `https://` transport: one POST per message, on AsyncHTTPClient
 /// (msg-http(7)).
@@ -17,8 +18,14 @@ import NIOSSL
 /// in order. The answer is read by ``ResponseClassifier``.
 public final class HTTPTransport: Transport {
     let settings: HTTPSettings
-    private let client: HTTPClient
+    private let tls: TLSConfiguration
+    /// Clients by connect timeout (ms), made on first use: the connect timeout is
+    /// the attempt's deadline, so a host that never answers a SYN holds the run no
+    /// longer than the deadline, and shutting the client down waits for no connect.
+    private let clients = NIOLockedValueBox([Int64: HTTPClient]())
     private let version = MsgVersion.current
+    /// Lower-cased names of the `headers_file` headers: never sent to another origin.
+    private let privateNames: Set<String>
 
     /// How long `lookup` waits for an answer.
     static let lookupDeadline: Int64 = 30_000
@@ -35,19 +42,29 @@ public final class HTTPTransport: Transport {
         } catch {
             throw MsgError(.config, "http: cannot read the TLS files (ca_file, cert_file, key_file): \(error)")
         }
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            redirectConfiguration: settings.followRedirects ? .follow(max: 5, allowCycles: false) : .disallow,
-            timeout: .init(connect: .seconds(10)))
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency)
-        // A destination that refuses connections is unreachable now; fail at once
-        // instead of retrying until the deadline.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+        self.tls = tls
+        privateNames = Set(settings.extraHeaders.map { $0.0.lowercased() })
     }
 
     deinit {
-        try? client.syncShutdown()
+        for client in clients.withLockedValue({ Array($0.values) }) { try? client.syncShutdown() }
+    }
+
+    /// The client whose connect timeout is `milliseconds`.
+    private func client(connectTimeout milliseconds: Int64) -> HTTPClient {
+        clients.withLockedValue { clients in
+            if let client = clients[milliseconds] { return client }
+            // Redirects are followed here, not by the client (``Redirect``).
+            var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow,
+                                                         timeout: .init(connect: .milliseconds(milliseconds)))
+            configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency)
+            // A destination that refuses connections is unreachable now; fail at once
+            // instead of retrying until the deadline.
+            configuration.connectionPool.retryConnectionEstablishment = false
+            let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+            clients[milliseconds] = client
+            return client
+        }
     }
 
     /// Requests in flight at once in one call: a flush gives such a call one message per destination.
@@ -57,14 +74,8 @@ public final class HTTPTransport: Transport {
         let host = settings.host
         // Each request is made just before it is sent, so a signature's timestamp is
         // when it left, however long the requests before it took.
-        return run(records.count, request: { self.request(for: records[$0]) }, deadline: deadline) { result in
-            switch result {
-            case .success(let response):
-                return ResponseClassifier.outcome(status: Int(response.status.code), headers: response.headers, body: response.body,
-                                                  host: host, now: Timestamp.now().milliseconds)
-            case .failure(let error):
-                return ResponseClassifier.outcome(error: error, host: host, deadline: deadline)
-            }
+        return run(records.count, request: { self.request(for: records[$0]) }, deadline: deadline) { exchange in
+            ResponseClassifier.outcome(exchange, host: host, deadline: deadline, now: Timestamp.now().milliseconds)
         }
     }
 
@@ -75,47 +86,55 @@ public final class HTTPTransport: Transport {
     public func lookup(_ ids: [String]) throws(MsgError) -> [Bool?] {
         guard let template = settings.lookupTemplate else { return ids.map { _ in nil } }
         let deadline = MsgDuration(milliseconds: Self.lookupDeadline)
-        let request = { (i: Int) -> Result<HTTPClient.Request, MsgError> in
+        let request = { (i: Int) -> Result<Outgoing, MsgError> in
             let url = template.replacingAll("{id}", with: Self.pathEncoded(ids[i]))
-            do {
-                return .success(try HTTPClient.Request(url: url, method: .GET, headers: self.headers(id: ids[i])))
-            } catch {
-                return .failure(MsgError(.config, "http: the lookup URL \(url) is not valid"))
-            }
+            guard let parsed = URL(string: url) else { return .failure(MsgError(.config, "http: the lookup URL \(url) is not valid")) }
+            return .success(Outgoing(url: parsed, method: .GET, headers: self.headers(id: ids[i]), body: nil))
         }
         let host = settings.host
-        let answers = run(ids.count, request: request, deadline: deadline) { result -> Result<Bool?, MsgError> in
-            switch result {
-            case .success(let response) where response.status.code == 200: return .success(true)
-            case .success(let response) where response.status.code == 404: return .success(false)
-            case .success: return .success(nil)
-            case .failure(let error): return .failure(ResponseClassifier.classify(error, host: host, deadline: deadline))
+        let answers = run(ids.count, request: request, deadline: deadline) { exchange -> Result<Bool?, MsgError> in
+            switch exchange.answer?.status {
+            case 200: return .success(true)
+            case 404: return .success(false)
+            case .some: return .success(nil)
+            case nil: return .failure(ResponseClassifier.classify(exchange, host: host, deadline: deadline))
             }
         }
         return try answers.map { answer throws(MsgError) -> Bool? in try answer.get() }
     }
 
+    /// One request as msg sends it (again, to a redirect's URL).
+    struct Outgoing: Sendable {
+        var url: URL
+        var method: HTTPMethod
+        var headers: HTTPHeaders
+        var body: [UInt8]?
+    }
+
     /// Sends `count` requests, made by `make` just before each is sent, with at most
-    /// `concurrency` in flight, each within `deadline`, and reads each answer with
-    /// `read`; a request that could not be made is its error.
-    private func run<T: Sendable>(_ count: Int, request make: (Int) -> Result<HTTPClient.Request, MsgError>, deadline: MsgDuration,
-                                  read: @escaping @Sendable (Result<HTTPClient.Response, any Error>) -> T) -> [T] where T: FailureRepresentable {
+    /// `concurrency` in flight, each within `deadline` (redirects included), and
+    /// reads each exchange with `read`; a request that could not be made is its error.
+    private func run<T: Sendable>(_ count: Int, request make: (Int) -> Result<Outgoing, MsgError>, deadline: MsgDuration,
+                                  read: @escaping @Sendable (Exchange) -> T) -> [T] where T: FailureRepresentable {
         let results = NIOLockedValueBox([T?](repeating: nil, count: count))
         let window = DispatchSemaphore(value: settings.concurrency)
         let done = DispatchGroup()
+        let milliseconds = max(1, deadline.milliseconds)
+        let client = self.client(connectTimeout: milliseconds)
         for i in 0..<count {
             window.wait()
-            let request: HTTPClient.Request
+            let outgoing: Outgoing
             switch make(i) {
-            case .success(let made): request = made
+            case .success(let made): outgoing = made
             case .failure(let error):
                 results.withLockedValue { $0[i] = T(failure: error) }
                 window.signal()
                 continue
             }
             done.enter()
-            client.execute(request: request, deadline: .now() + .milliseconds(max(1, deadline.milliseconds))).whenComplete { result in
-                let value = read(result)
+            Self.send(outgoing, Route(client: client, follow: settings.followRedirects, privateNames: privateNames, host: settings.host),
+                      hops: 0, sent: false, deadline: .now() + .milliseconds(milliseconds)) { exchange in
+                let value = read(exchange)
                 results.withLockedValue { $0[i] = value }
                 window.signal()
                 done.leave()
@@ -125,8 +144,49 @@ public final class HTTPTransport: Transport {
         return results.withLockedValue { $0.map { $0! } }
     }
 
+    /// Sends one request and follows the redirects ``Redirect`` allows, all by
+    /// `deadline`; calls `done` with the last exchange.
+    /// Where a message's requests go and which redirects they follow.
+    struct Route: Sendable {
+        let client: HTTPClient
+        let follow: Bool
+        let privateNames: Set<String>
+        let host: String
+    }
+
+    private static func send(_ outgoing: Outgoing, _ route: Route, hops: Int, sent: Bool, deadline: NIODeadline,
+                             _ done: @escaping @Sendable (Exchange) -> Void) {
+        let request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(url: outgoing.url, method: outgoing.method, headers: outgoing.headers,
+                                             body: outgoing.body.map { .bytes($0) })
+        } catch {
+            done(Exchange(refused: MsgError(.config, "http: '\(outgoing.url.absoluteString)' is not a valid http(s) URL"), sent: sent))
+            return
+        }
+        let reader = ResponseReader()
+        route.client.execute(request: request, delegate: reader, deadline: deadline).futureResult.whenComplete { result in
+            var exchange = Exchange(answer: reader.answer, error: nil, sent: sent || reader.sent)
+            if exchange.answer == nil, case .failure(let error) = result { exchange.error = error }
+            // Without follow_redirects a 3xx is the answer (ResponseClassifier: `config`).
+            guard let answer = exchange.answer, route.follow else { return done(exchange) }
+            switch Redirect.step(status: answer.status, location: answer.headers.first(name: "Location"), from: outgoing.url,
+                                 headers: outgoing.headers, hops: hops, private: route.privateNames, host: route.host) {
+            case .done:
+                done(exchange)
+            case .refuse(let error):
+                done(Exchange(refused: error, sent: exchange.sent))
+            case .follow(let url, let headers):
+                var next = outgoing
+                next.url = url
+                next.headers = headers
+                send(next, route, hops: hops + 1, sent: true, deadline: deadline, done)
+            }
+        }
+    }
+
     /// The POST for one message, or why it cannot be made (`rejected`).
-    private func request(for record: EncodedMessage) -> Result<HTTPClient.Request, MsgError> {
+    private func request(for record: EncodedMessage) -> Result<Outgoing, MsgError> {
         let m = record.message
         // The id goes into headers: one that could end a header line is never sent.
         guard m.id.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7f }) else {
@@ -137,8 +197,9 @@ public final class HTTPTransport: Transport {
         if settings.inputBody {
             body = Array(m.body.utf8)
             let type = m.headers.first { $0.key.lowercased() == "content-type" }?.value ?? settings.bodyContentType
-            guard !type.contains(where: { $0 == "\r" || $0 == "\n" }) else {
-                return .failure(MsgError(.rejected, "the message's Content-Type header has a line break"))
+            // Bytes, not Characters: Swift reads "\r\n" as one Character, equal to neither.
+            guard !HTTPSettings.hasControlBytes(type) else {
+                return .failure(MsgError(.rejected, "the message's Content-Type header has a control character (a line break?)"))
             }
             headers.replaceOrAdd(name: "Content-Type", value: type)
         } else {
@@ -150,11 +211,10 @@ public final class HTTPTransport: Transport {
                 headers.replaceOrAdd(name: name, value: value)
             }
         }
-        do {
-            return .success(try HTTPClient.Request(url: settings.endpoint, method: .POST, headers: headers, body: .bytes(body)))
-        } catch {
+        guard let url = URL(string: settings.endpoint) else {
             return .failure(MsgError(.config, "http: '\(settings.endpoint)' is not a valid http(s) URL"))
         }
+        return .success(Outgoing(url: url, method: .POST, headers: headers, body: body))
     }
 
     /// What every request carries.
@@ -178,6 +238,29 @@ public final class HTTPTransport: Transport {
             }
         }
         return out
+    }
+}
+
+/// What came of one message's request, its redirects followed.
+struct Exchange: Sendable {
+    /// The last answer, as far as it was read; nil when none came.
+    var answer: ResponseReader.Answer?
+    /// Why no answer came.
+    var error: (any Error)?
+    /// Whether any request may have reached a server (its head was written).
+    var sent: Bool
+    /// An attempt msg itself ended (a redirect it does not follow).
+    var refused: MsgError?
+
+    init(answer: ResponseReader.Answer?, error: (any Error)?, sent: Bool) {
+        self.answer = answer
+        self.error = error
+        self.sent = sent
+    }
+
+    init(refused: MsgError, sent: Bool) {
+        self.sent = sent
+        self.refused = refused
     }
 }
 

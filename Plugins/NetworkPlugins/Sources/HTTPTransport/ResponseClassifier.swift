@@ -13,16 +13,27 @@ import NIOSSL
 /// | 429; 503 with Retry-After               | `rate_limited`, waiting as asked      |
 /// | 408, 425, other 5xx                     | `remote` (retried)                    |
 /// | 401, 407                                | `config`: the run stops (exit 78)     |
-/// | 3xx not followed                        | `config`: the URL is wrong            |
+/// | 3xx not followed (301/302/303 never are) | `config`: the URL is wrong           |
 /// | other 4xx, 1xx                          | `rejected` (dead)                     |
 /// | refused, no route, name unknown         | `unreachable` (retried, not counted)  |
+/// | connection lost after the request left  | `remote` (retried, counted)           |
 /// | certificate that does not verify        | `config`, naming the host             |
-/// | no answer by the deadline               | `timeout`                             |
+/// | no answer by the deadline               | `timeout` (`unreachable` if unsent)   |
+///
+/// Only the status, headers and first KiB of a body are read (``ResponseReader``);
+/// a 307 or 308 is followed with `follow_redirects=yes` (``Redirect``).
 ///
 /// A credentials error stops the run instead of killing every message it meets:
 /// an expired API key is fixed once, and the messages are all still queued.
 enum ResponseClassifier {
-    static func outcome(status: Int, headers: HTTPHeaders, body: ByteBuffer?, host: String, now: Int64) -> DeliveryOutcome {
+    /// The outcome of one message's exchange.
+    static func outcome(_ exchange: Exchange, host: String, deadline: MsgDuration, now: Int64) -> DeliveryOutcome {
+        if let refused = exchange.refused { return .failed(refused, retryAfter: nil) }
+        guard let answer = exchange.answer else { return .failed(classify(exchange, host: host, deadline: deadline), retryAfter: nil) }
+        return outcome(status: answer.status, headers: answer.headers, body: answer.body, host: host, now: now)
+    }
+
+    static func outcome(status: Int, headers: HTTPHeaders, body: [UInt8], host: String, now: Int64) -> DeliveryOutcome {
         let said = summary(status: status, body: body, host: host)
         switch status {
         case 200..<300: return .delivered(confirmed: false)
@@ -41,32 +52,30 @@ enum ResponseClassifier {
 
     /// `api.example.com answered 400 Bad Request: {"error":"no such user"}`, the body
     /// cut to its first line and 200 characters.
-    static func summary(status: Int, body: ByteBuffer?, host: String) -> String {
+    static func summary(status: Int, body: [UInt8], host: String) -> String {
         let reason = HTTPResponseStatus(statusCode: status).reasonPhrase
         var text = "\(host) answered \(status)\(reason.isEmpty ? "" : " " + reason)"
-        if let body, body.readableBytes > 0 {
-            let bytes = body.getBytes(at: body.readerIndex, length: min(body.readableBytes, 600)) ?? []
-            let line = String(decoding: bytes.prefix { $0 != 10 && $0 != 13 }, as: UTF8.self)
-            if !line.isEmpty { text += ": " + (line.count > 200 ? String(line.prefix(200)) + "…" : line) }
-        }
+        let line = String(decoding: body.prefix { $0 != 10 && $0 != 13 }, as: UTF8.self)
+        if !line.isEmpty { text += ": " + (line.count > 200 ? String(line.prefix(200)) + "…" : line) }
         return text
     }
 
-    static func outcome(error: any Error, host: String, deadline: MsgDuration) -> DeliveryOutcome {
-        .failed(classify(error, host: host, deadline: deadline), retryAfter: nil)
-    }
-
-    static func classify(_ error: any Error, host: String, deadline: MsgDuration) -> MsgError {
+    /// Why no answer came. Until the request head was written nothing reached the
+    /// server: `unreachable`, the attempt not counted. From then on the server may
+    /// have acted on it, so a failure counts as an attempt (`timeout`, `remote`).
+    static func classify(_ exchange: Exchange, host: String, deadline: MsgDuration) -> MsgError {
+        if let refused = exchange.refused { return refused }
+        let error = exchange.error ?? HTTPClientError.remoteConnectionClosed
+        let sent = exchange.sent
         if let e = error as? HTTPClientError {
             switch e {
             case .deadlineExceeded, .readTimeout, .writeTimeout:
+                if !sent { return MsgError(.unreachable, "cannot connect to \(host) within \(deadline)") }
                 return MsgError(.timeout, "\(host) did not answer within \(deadline)")
             case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout:
                 return MsgError(.unreachable, "cannot connect to \(host) within \(deadline)")
             case .remoteConnectionClosed:
                 return MsgError(.remote, "\(host) closed the connection before answering")
-            case .redirectLimitReached, .redirectCycleDetected:
-                return MsgError(.config, "\(host) redirects too often or in a cycle")
             case .invalidURL, .emptyHost, .emptyScheme:
                 return MsgError(.config, "the URL for \(host) is not a valid http(s) URL")
             default:
@@ -76,6 +85,9 @@ enum ResponseClassifier {
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             return MsgError(.config, "TLS with \(host) failed: \(tlsReason(error)); msg sends nothing over a connection it cannot verify (ca_file=FILE trusts a private CA)")
         }
+        if sent {
+            return MsgError(.remote, "the connection to \(host) failed after the request was sent (\(short(error))); it may have arrived, so it counts as an attempt")
+        }
         if let e = error as? NIOConnectionError {
             if let dns = e.dnsAError ?? e.dnsAAAAError { return MsgError(.unreachable, "cannot resolve \(host): \(dns)") }
             return MsgError(.unreachable, "cannot connect to \(host): \(e.connectionErrors.first.map { "\($0.error)" } ?? "no address answered")")
@@ -84,6 +96,12 @@ enum ResponseClassifier {
         if error is ChannelError { return MsgError(.unreachable, "cannot connect to \(host): \(error)") }
         if error is SocketAddressError { return MsgError(.unreachable, "cannot resolve \(host): \(error)") }
         return MsgError(.remote, "HTTP request to \(host) failed: \(error)")
+    }
+
+    /// An error's text, at most 200 characters.
+    static func short(_ error: any Error) -> String {
+        let text = "\(error)"
+        return text.count > 200 ? String(text.prefix(200)) + "…" : text
     }
 
     /// What went wrong in a handshake, in a few words: BoringSSL's reason code

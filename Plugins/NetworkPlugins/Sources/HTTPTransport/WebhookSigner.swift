@@ -31,7 +31,8 @@ struct WebhookSigner: Sendable {
 extension String {
     /// Without the line breaks a file's last line ends with.
     var trimmingNewlines: String {
-        var s = Substring(self)
+        // Scalars, not Characters: "\r\n" is one Character, equal to neither.
+        var s = Substring(self).unicodeScalars
         while let last = s.last, last == "\n" || last == "\r" || last == " " { s = s.dropLast() }
         return String(s)
     }

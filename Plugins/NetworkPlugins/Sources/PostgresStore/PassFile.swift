@@ -29,7 +29,9 @@ enum PassFile {
     /// The password on the first line of `text` matching the others, `*` matching anything.
     /// Lines are `host:port:database:user:password`; `\:` and `\\` escape.
     static func lookup(_ text: String, host: String, port: Int, database: String, user: String) -> String? {
-        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        // Lines split as bytes (LF or CRLF): "\r\n" is one Character in Swift.
+        for raw in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: true) {
+            let line = Substring(String(decoding: raw.last == 0x0D ? raw.dropLast() : raw[...], as: UTF8.self))
             if line.hasPrefix("#") { continue }
             let fields = split(line)
             guard fields.count == 5 else { continue }
