@@ -21,7 +21,9 @@ final class SQLiteDatabase {
     /// -wal and -shm files then are); for `.read` it is an error.
     /// - Throws: `storeIO` when it cannot be opened or does not exist (`.read`);
     ///   `config` when the file is not a SQLite database or is another application's.
-    init(path: String, access: StoreAccess, busyTimeout: Int32 = 30_000) throws(MsgError) {
+    /// `readOnly` opens the file so that nothing is ever written to it, not even a
+    /// checkpoint when it closes: for a damaged file set aside (``Salvage``).
+    init(path: String, access: StoreAccess, busyTimeout: Int32 = 30_000, readOnly: Bool = false) throws(MsgError) {
         self.path = path
         self.access = access
         if access == .write {
@@ -51,7 +53,7 @@ final class SQLiteDatabase {
             throw error
         }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        let rc = sqlite3_open_v2(path, &db, (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX, nil)
         handle = db
         guard rc == SQLITE_OK else {
             let error = SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "")

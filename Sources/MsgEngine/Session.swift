@@ -42,11 +42,12 @@ public final class Session {
         if let openStore { return openStore }
         let s = try loader.openStore(settings.store, access: use == .read ? .read : .write)
         let aside = s.setAside()
-        for file in aside where reportsSetAside {
-            reporter.say("store \(settings.store) started afresh when it was found damaged: \(file) still holds the messages it had; recover them, then move that file away (msg-record(5), DAMAGED STORES)")
+        if use == .send, let file = aside.last {
+            // One line: what was found, where it is, and why nothing is sent.
+            throw MsgError(.corrupt, "store \(settings.store) was found damaged and set aside as \(file), which may hold messages this store does not: not sending or recovering until they are recovered and that file is moved away (msg-record(5), DAMAGED STORES)")
         }
-        if use == .send && !aside.isEmpty {
-            throw MsgError(.corrupt, "not sending or recovering while the damaged store file is beside the new store: its messages would be forgotten; move it away once they are recovered")
+        for file in aside where reportsSetAside {
+            reporter.say("store \(settings.store) was found damaged and set aside as \(file), which may hold messages this store does not; recover them, then move that file away (msg-record(5), DAMAGED STORES)")
         }
         openStore = s
         return s
