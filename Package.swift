@@ -6,9 +6,11 @@ import PackageDescription
 let executableRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../lib"])]
 let pluginRpath: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-rpath=$ORIGIN/../.."])]
 let kit: Target.Dependency = .product(name: "MsgKit", package: "MsgKit")
+/// What host and plugins share outside the plugin contract (a static copy in each).
+let support: Target.Dependency = .product(name: "MsgSupport", package: "MsgSupport")
 
 func plugin(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
-    .target(name: name, dependencies: [kit] + dependencies, path: "Plugins/\(name)", linkerSettings: pluginRpath)
+    .target(name: name, dependencies: [kit, support] + dependencies, path: "Plugins/\(name)", linkerSettings: pluginRpath)
 }
 
 let package = Package(
@@ -25,6 +27,7 @@ let package = Package(
     dependencies: [
         .package(path: "MsgKit"),
         .package(path: "MsgKitTesting"),
+        .package(path: "MsgSupport"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Only the tcp: plugin links SwiftNIO, so msg itself starts without it.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -32,9 +35,9 @@ let package = Package(
     targets: [
         .executableTarget(name: "msg", dependencies: ["MsgCLI"], linkerSettings: executableRpath),
         .target(name: "MsgCLI", dependencies: [
-            "MsgEngine", "CReadline", kit, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "MsgEngine", "CReadline", kit, support, .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .target(name: "MsgEngine", dependencies: [kit]),
+        .target(name: "MsgEngine", dependencies: [kit, support]),
         plugin("JSONFileStore"),
         plugin("StdoutTransport"),
         plugin("SQLiteStore", dependencies: ["CSQLite"]),
@@ -46,9 +49,9 @@ let package = Package(
         .target(name: "CProcess"),
         .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .testTarget(name: "MsgKitTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
-        .testTarget(name: "PluginTests", dependencies: [kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
-        .testTarget(name: "MsgEngineTests", dependencies: ["MsgEngine", kit, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
-        .testTarget(name: "CLITests", dependencies: [kit]),
+        .testTarget(name: "MsgKitTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "PluginTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "MsgEngineTests", dependencies: ["MsgEngine", kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "CLITests", dependencies: [kit, support]),
     ]
 )

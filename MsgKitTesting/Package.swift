@@ -15,8 +15,10 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../MsgKit"),
+        .package(path: "../MsgSupport"),
     ],
     targets: [
-        .target(name: "MsgKitTesting", dependencies: [.product(name: "MsgKit", package: "MsgKit")]),
+        .target(name: "MsgKitTesting", dependencies: [.product(name: "MsgKit", package: "MsgKit"),
+                                                     .product(name: "MsgSupport", package: "MsgSupport")]),
     ]
 )

@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// The `exec:` transport, msg's pipe(8): runs a command once per message, without
 /// a shell, and reads its exit status as sysexits (``ExitClassifier``).

@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// How a command's end becomes a delivery outcome: its exit status read as
 /// sysexits(3), as Postfix's pipe(8) reads it (docs/DESIGN.md 6, msg-exec(7)).

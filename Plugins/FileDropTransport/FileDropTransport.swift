@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// The `file:DIR` transport: a Maildir-style drop directory.
 ///

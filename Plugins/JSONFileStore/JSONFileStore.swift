@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// The `json:PATH` store: one NDJSON file, each change appended as one line.
 ///

@@ -22,6 +22,7 @@ let package = Package(
     dependencies: [
         .package(path: "../../MsgKit"),
         .package(path: "../../MsgKitTesting"),
+        .package(path: "../../MsgSupport"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -34,6 +35,7 @@ let package = Package(
             name: "PostgresStore",
             dependencies: [
                 .product(name: "MsgKit", package: "MsgKit"),
+                .product(name: "MsgSupport", package: "MsgSupport"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -47,6 +49,7 @@ let package = Package(
             name: "HTTPTransport",
             dependencies: [
                 .product(name: "MsgKit", package: "MsgKit"),
+                .product(name: "MsgSupport", package: "MsgSupport"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -62,6 +65,7 @@ let package = Package(
         .testTarget(name: "PostgresStoreTests", dependencies: [
             "PostgresStore",
             .product(name: "MsgKit", package: "MsgKit"),
+            .product(name: "MsgSupport", package: "MsgSupport"),
             .product(name: "MsgKitTesting", package: "MsgKitTesting"),
         ]),
         .testTarget(name: "HTTPTransportTests", dependencies: [

@@ -3,6 +3,7 @@
 #endif
 import CSQLite
 import MsgKit
+import MsgSupport
 
 /// A small wrapper over one SQLite connection: open with pragmas, cached prepared
 /// statements, `BEGIN IMMEDIATE` transactions, errors as ``MsgError``.

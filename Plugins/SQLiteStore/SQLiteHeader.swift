@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// The first 100 bytes of a database file, read by msg itself before SQLite is let
 /// near the file: they say whether it is a SQLite database at all and whether it is

@@ -1,6 +1,7 @@
 import CSQLite
 import Dispatch
 import MsgKit
+import MsgSupport
 import Synchronization
 
 /// The `sqlite:PATH` store: the default. WAL with `synchronous=FULL`, so a

@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// Failures the `stdout:` mock injects, from its URL's query parameters:
 /// `fail=RATE` with `seed=N` (deterministic per id and attempt), `error=CLASS`

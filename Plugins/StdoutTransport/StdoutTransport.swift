@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// The `stdout:` transport: a mock that "delivers" each record by writing it as one
 /// NDJSON line to standard output, as a destination receives it

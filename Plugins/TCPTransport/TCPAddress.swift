@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// A `tcp://HOST:PORT?…` URL, read for either side.
 ///

@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 import NIOCore
 import NIOPosix
 

@@ -4,6 +4,7 @@
 @preconcurrency import CReadline
 import MsgEngine
 import MsgKit
+import MsgSupport
 import Synchronization
 
 /// The prompt of `msg shell`, on GNU readline's callback interface.

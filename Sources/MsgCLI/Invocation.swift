@@ -3,6 +3,7 @@
 #endif
 import MsgEngine
 import MsgKit
+import MsgSupport
 
 /// What one run of a command reads and where it speaks: its standard input, its
 /// reporter, and settings that take the place of the environment's.

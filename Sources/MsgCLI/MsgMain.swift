@@ -4,6 +4,7 @@
 import ArgumentParser
 import MsgEngine
 import MsgKit
+import MsgSupport
 
 /// The entry point: parses, runs, and maps every error to its exit status in
 /// this one place (docs/DESIGN.md 8).

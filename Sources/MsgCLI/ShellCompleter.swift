@@ -1,6 +1,7 @@
 import ArgumentParser
 import MsgEngine
 import MsgKit
+import MsgSupport
 
 /// What `msg shell` completes with TAB: subcommands, the options of the current
 /// subcommand, status names, formats, plugin schemes, and message ids by prefix.

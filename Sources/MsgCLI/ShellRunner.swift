@@ -3,6 +3,7 @@
 #endif
 import MsgEngine
 import MsgKit
+import MsgSupport
 
 /// Runs shell lines in this process, each as its own ``Invocation``: the shell's
 /// settings in place of the environment's.

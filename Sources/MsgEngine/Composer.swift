@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// `compose`: one record from flags, or drafts from stdin completed (and stored
 /// with `--enqueue`).

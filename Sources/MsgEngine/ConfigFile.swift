@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// The config file: `key = value` lines, `#` comments. Keys: `store`, `transport`,
 /// `plugin_path`, `listen`. Values may use `$MSG_HOME`, `$HOME` and a leading `~/`

@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 import Synchronization
 
 /// Everything msg says on standard error: one line each, starting `msg: `.

@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// `export`: messages (default: failed and dead) with their full history, as
 /// ndjson, json or csv, to stdout or atomically to a file with a `FILE.sha256`

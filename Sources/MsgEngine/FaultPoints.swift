@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 import Synchronization
 
 /// Kills the process with SIGKILL at a named point, for crash tests.

@@ -4,6 +4,7 @@
 import Dispatch
 import Synchronization
 import MsgKit
+import MsgSupport
 
 /// `flush` and `retry`: takes due messages under a lease, records `sending`
 /// durably, delivers them per destination, and records each outcome

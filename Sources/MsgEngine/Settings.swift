@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// Where msg keeps its queue, where it delivers, and where it finds plugins:
 /// from flags, else the environment, else the config file, else defaults (docs/DESIGN.md 5).

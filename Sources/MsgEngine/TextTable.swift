@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// A table for people at a terminal: columns sized in display cells (a CJK
 /// character takes two, a combining mark none), rows that never wrap.

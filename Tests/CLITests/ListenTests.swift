@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgSupport
 import Testing
 
 /// `msg listen` and `tcp://` through the real binaries: many senders, hostile

@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgSupport
 
 /// A `msg listen` process for one test: started on a free port, which it reads
 /// from the "listening on" line of standard error; killed when released.

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import MsgEngine
 import MsgKit
+import MsgSupport
 import MsgKitTesting
 import Synchronization
 import Testing

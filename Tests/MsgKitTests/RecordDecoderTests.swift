@@ -2,6 +2,7 @@
 import MsgKitTesting
 import Testing
 import Foundation
+import MsgSupport
 
 /// The fast reader of stored records against the general path (JSONParser, then
 /// Message(json:)): on every text both must give the same record or the same error,

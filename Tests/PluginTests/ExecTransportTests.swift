@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import MsgKit
+import MsgSupport
 import MsgKitTesting
 import Testing
 

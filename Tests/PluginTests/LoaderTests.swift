@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import MsgKit
+import MsgSupport
 import MsgKitTesting
 import Testing
 
@@ -37,24 +38,54 @@ import Testing
         #expect(throws: MsgError(.unavailable, "")) { try isolated.load("\(dir)/libStdoutTransport.so") }
     }
 
-    @Test func refusesAPluginBuiltForAnotherABI() throws {
-        // A plugin from the future: its register function answers with its own ABI, 99.
+    /// A plugin is loaded when it speaks this major and at most this minor: one
+    /// built for 5 (before minors), for another major, or for a newer minor is
+    /// refused, saying which; one built for an older minor of this major loads.
+    @Test(arguments: [(5 as UInt32, "5", "rebuild"), (99 << 16, "99.0", "rebuild"),
+                      (PluginRegistrar.abiMajor << 16 | (PluginRegistrar.abiMinor + 1), "\(PluginRegistrar.abiMajor).\(PluginRegistrar.abiMinor + 1)", "upgrade msg")])
+    func refusesAPluginBuiltForAnotherABI(theirs: UInt32, said: String, advice: String) throws {
         let dir = temporaryDirectory()
-        let source = "\(dir)/future.c"
+        let source = "\(dir)/other.c"
+        // Its register function accepts what it was built for, as PluginRegistrar.register does.
+        let code = """
+            int msg_plugin_register(unsigned abi, void *r) {
+                unsigned mine = \(theirs)u;
+                return (mine < 65536u ? abi == mine : ((abi >> 16) == (mine >> 16) && (abi & 65535u) >= (mine & 65535u))) ? 0 : (int)mine;
+            }
+
+            """
         let fd = try SystemCalls.open(source, O_WRONLY | O_CREAT, code: .storeIO)
-        try SystemCalls.writeAll(fd, Array("int msg_plugin_register(unsigned abi, void *r) { return abi == 99 ? 0 : 99; }\n".utf8),
-                                 code: .storeIO, what: source)
+        try SystemCalls.writeAll(fd, Array(code.utf8), code: .storeIO, what: source)
         close(fd)
-        #expect(system("cc -shared -fPIC -o '\(dir)/libFuture.so' '\(source)'") == 0)
+        #expect(system("cc -shared -fPIC -o '\(dir)/libOther.so' '\(source)'") == 0)
         chmod(dir, 0o755)
         let isolated = PluginLoader(extraDirectories: [dir], registry: PluginRegistry())
         do {
-            try isolated.load("\(dir)/libFuture.so")
-            Issue.record("loaded a plugin built for another ABI")
+            try isolated.load("\(dir)/libOther.so")
+            Issue.record("loaded a plugin built for ABI \(said)")
         } catch {
             #expect(error.code == .unavailable)
-            #expect(error.message.contains("was built for msg plugin ABI 99, this msg speaks ABI \(PluginRegistrar.abiVersion)"), "\(error.message)")
+            #expect(error.message.contains("was built for msg plugin ABI \(said), this msg speaks ABI \(PluginRegistrar.abiMajor).\(PluginRegistrar.abiMinor); \(advice)"), "\(error.message)")
         }
+    }
+
+    /// A plugin built for minor 0 of this major loads, whatever this msg's minor.
+    @Test func loadsAPluginBuiltForThisMajorAndAnOlderOrEqualMinor() throws {
+        let dir = temporaryDirectory()
+        let source = "\(dir)/older.c"
+        let mine = PluginRegistrar.abiMajor << 16
+        let code = """
+            int msg_plugin_register(unsigned abi, void *r) {
+                return ((abi >> 16) == (\(mine)u >> 16) && (abi & 65535u) >= (\(mine)u & 65535u)) ? 0 : (int)\(mine)u;
+            }
+
+            """
+        let fd = try SystemCalls.open(source, O_WRONLY | O_CREAT, code: .storeIO)
+        try SystemCalls.writeAll(fd, Array(code.utf8), code: .storeIO, what: source)
+        close(fd)
+        #expect(system("cc -shared -fPIC -o '\(dir)/libOlder.so' '\(source)'") == 0)
+        chmod(dir, 0o755)
+        try PluginLoader(extraDirectories: [dir], registry: PluginRegistry()).load("\(dir)/libOlder.so")
     }
 
     @Test func unknownSchemeListsTheKnownOnes() throws {

@@ -10,8 +10,11 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "../../MsgKit"),
+        // Optional: the POSIX wrappers msg's own plugins use, outside the plugin ABI.
+        .package(path: "../../MsgSupport"),
     ],
     targets: [
-        .target(name: "JournalTransport", dependencies: [.product(name: "MsgKit", package: "MsgKit")]),
+        .target(name: "JournalTransport", dependencies: [.product(name: "MsgKit", package: "MsgKit"),
+                                                         .product(name: "MsgSupport", package: "MsgSupport")]),
     ]
 )

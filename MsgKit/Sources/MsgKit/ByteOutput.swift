@@ -36,7 +36,7 @@ public final class ByteOutput {
     public func flush() throws(MsgError) {
         guard !buffer.isEmpty else { return }
         try Self.writeLock.withLock { (_) throws(MsgError) in
-            try SystemCalls.writeAll(fd, buffer, code: .storeIO, what: name)
+            try Posix.writeAll(fd, buffer, code: .storeIO, what: name)
         }
         buffer.removeAll(keepingCapacity: true)
     }

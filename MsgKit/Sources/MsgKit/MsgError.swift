@@ -101,5 +101,5 @@ public struct Errno: Error, Sendable, Equatable, CustomStringConvertible {
     public let rawValue: Int32
     /// Wraps a raw `errno` value.
     public init(_ rawValue: Int32) { self.rawValue = rawValue }
-    public var description: String { SystemCalls.describe(rawValue) }
+    public var description: String { Posix.describe(rawValue) }
 }

@@ -58,7 +58,7 @@ public struct NDJSONReader: Sendable {
                 if errno == EINTR { continue }
                 // A closed descriptor (cron or CI with no stdin at all) is no input.
                 if errno == EBADF { atEnd = true; break }
-                throw SystemCalls.error(.badInput, "cannot read standard input")
+                throw Posix.error(.badInput, "cannot read standard input")
             }
             if n == 0 {
                 atEnd = true

@@ -40,7 +40,7 @@ public struct PluginLoader: Sendable {
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
         let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return SystemCalls.directory(of: exe)
+        return Posix.directory(of: exe)
     }
 
     /// Opens the store named by `url` for `access` (see ``StoreAccess``).
@@ -161,7 +161,9 @@ public struct PluginLoader: Sendable {
             register(PluginRegistrar.abiVersion, Unmanaged.passUnretained(registrar).toOpaque())
         }
         guard status == 0 else {
-            throw MsgError(.unavailable, "plugin \(path) was built for msg plugin ABI \(status), this msg speaks ABI \(PluginRegistrar.abiVersion); rebuild the plugin")
+            let theirs = UInt32(bitPattern: status)
+            let newer = theirs >> 16 == PluginRegistrar.abiMajor && theirs & 0xFFFF > PluginRegistrar.abiMinor
+            throw MsgError(.unavailable, "plugin \(path) was built for msg plugin ABI \(PluginRegistrar.describe(abi: theirs)), this msg speaks ABI \(PluginRegistrar.describe(abi: PluginRegistrar.abiVersion)); \(newer ? "upgrade msg" : "rebuild the plugin")")
         }
         for entry in registrar.registered { registry.add(entry) }
     }
@@ -181,13 +183,13 @@ public enum PluginTrust {
     /// - Throws: `unavailable` with a message saying which and why.
     public static func check(_ path: String) throws(MsgError) {
         try checkOne(path, what: "plugin", plugin: path)
-        try checkOne(SystemCalls.directory(of: path), what: "plugin directory", plugin: path)
+        try checkOne(Posix.directory(of: path), what: "plugin directory", plugin: path)
     }
 
     private static func checkOne(_ path: String, what: String, plugin: String) throws(MsgError) {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw SystemCalls.error(.unavailable, "cannot inspect \(what) \(path)")
+            throw Posix.error(.unavailable, "cannot inspect \(what) \(path)")
         }
         let mode = st.st_mode & 0o7777
         if mode & 0o022 != 0 {

@@ -11,29 +11,40 @@
 /// }
 /// ```
 public final class PluginRegistrar {
-    /// The plugin ABI this MsgKit speaks. A plugin built against another one is refused.
+    /// The plugin ABI this MsgKit speaks: ``abiMajor`` and ``abiMinor`` in one
+    /// number, `major << 16 | minor` (what `msg_plugin_register` is given).
     ///
     /// MsgKit is built without library evolution: the layout of every public type is
-    /// part of this ABI. Bump it (and ``compiledABIVersion``) whenever a public type
-    /// gains, loses or reorders a stored property or a protocol requirement, or a
-    /// plugin built earlier will misread memory instead of being refused.
-    /// Version 2 added listeners (``listener(scheme:_:)``). Version 3: stores are
-    /// opened for reading or writing (``StoreAccess``), name the damaged files they
-    /// set aside (``Store/setAside()``), and a claim returns the records with the text
-    /// stored for each (``EncodedMessage``). Version 4: the encoded record crosses the
-    /// whole boundary (``Store/get(_:)``, ``Store/list(_:_:)``, ``Transport/deliver(_:deadline:)``),
-    /// stores give damaged records in place of text that does not read (``Store``,
-    /// requirement 10), headers are ``Headers``, and a listener is told its sink's name
-    /// and whether it may take records without a token (``ListenerContext``).
-    /// Version 5: per-destination delivery. A record may expire (``Message/expiresAt``),
-    /// stores keep destination state and claim through a ``ClaimPlanner``, and a
-    /// transport says how many records one call may have in flight
-    /// (``Transport/parallelism``).
-    public static let abiVersion: UInt32 = 5
+    /// part of this ABI. A change to it (a stored property gained, lost or moved, a
+    /// protocol requirement, an enum case) bumps the major: a plugin built for
+    /// another major is refused instead of misreading memory. Additions that leave
+    /// every existing layout as it was (a new type, a new function, a new extension)
+    /// bump the minor: a plugin built for an older minor of the same major still
+    /// loads; one built for a newer minor is refused, as it may call what this
+    /// MsgKit lacks. `scripts/abi check` tells them apart (docs/DESIGN.md 4).
+    ///
+    /// History (majors): 2 listeners; 3 read or write access, stores set damaged
+    /// files aside, claims return stored text; 4 the encoded record crosses the
+    /// whole boundary, damaged records as stand-ins, ``Headers``, listener context;
+    /// 5 per-destination delivery (expiry, destination states, parallelism).
+    /// 6.0: one claim (``Store/claimSession(_:)`` with the loop in ``ClaimLoop``),
+    /// destination states read per key, records re-encoded by splicing
+    /// (``RecordLayout``), the toolbox moved out to MsgSupport.
+    public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
+    /// The major version: layouts.
+    public static let abiMajor: UInt32 = 6
+    /// The minor version: additions.
+    public static let abiMinor: UInt32 = 0
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 5 }
+    @inlinable public static var compiledABIVersion: UInt32 { 6 << 16 | 0 }
+
+    /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
+    /// is a plugin of the time before minors (ABI 5 and older): its major alone.
+    public static func describe(abi version: UInt32) -> String {
+        version < 1 << 16 ? "\(version)" : "\(version >> 16).\(version & 0xFFFF)"
+    }
 
     let path: String
     var plugin = ""
@@ -57,13 +68,16 @@ public final class PluginRegistrar {
         registered.append(.init(plugin: plugin, version: version, path: path, kind: .listener, scheme: scheme, store: nil, transport: nil, listener: factory))
     }
 
-    /// The body of a plugin's `msg_plugin_register`: checks the ABI version, then lets
+    /// The body of a plugin's `msg_plugin_register`: checks the ABI version (the
+    /// host's major must be the plugin's, its minor at least the plugin's), then lets
     /// `body` register the plugin's schemes.
-    /// - Returns: 0 on success, or the plugin's own ABI version when the host speaks another.
+    /// - Returns: 0 on success, or the plugin's own ABI version when the host cannot load it.
     @inlinable
     public static func register(abiVersion: UInt32, registrar: UnsafeMutableRawPointer, plugin: String, version: String,
                                 _ body: (PluginRegistrar) -> Void) -> Int32 {
-        guard abiVersion == compiledABIVersion else { return Int32(compiledABIVersion) }
+        guard abiVersion >> 16 == compiledABIVersion >> 16, abiVersion & 0xFFFF >= compiledABIVersion & 0xFFFF else {
+            return Int32(bitPattern: compiledABIVersion)
+        }
         let r = Unmanaged<PluginRegistrar>.fromOpaque(registrar).takeUnretainedValue()
         r.begin(plugin: plugin, version: version)
         body(r)

@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// Feeds a byte stream to a ``LineSplitter`` whole, byte by byte, and in random
 /// chunks, and checks that every way gives the same events (as SwiftNIO's

@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// What an `http://` or `https://` URL says: the endpoint, and msg's parameters,
 /// which are taken out of its query; any other parameter stays in the query the

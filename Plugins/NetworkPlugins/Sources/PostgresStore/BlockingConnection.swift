@@ -1,5 +1,6 @@
 import Logging
 import MsgKit
+import MsgSupport
 import NIOCore
 import NIOPosix
 import NIOSSL

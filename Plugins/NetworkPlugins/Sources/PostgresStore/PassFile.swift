@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// Where the password comes from: `PGPASSWORD`, else the first matching line of
 /// `PGPASSFILE` (default `~/.pgpass`), as libpq reads them. The file is skipped,

@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// A `postgres://USER@HOST:PORT/DB?…` (or `postgresql://`) URL, read as libpq reads
 /// one, without ever taking a password from it: the URL is on command lines that

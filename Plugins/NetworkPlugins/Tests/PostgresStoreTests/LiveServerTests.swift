@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import MsgKit
+import MsgSupport
 import MsgKitTesting
 import PostgresNIO
 @testable import PostgresStore

@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 @testable import PostgresStore
 import Synchronization
 import Testing

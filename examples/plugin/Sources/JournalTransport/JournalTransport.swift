@@ -2,6 +2,7 @@
 @preconcurrency import Glibc
 #endif
 import MsgKit
+import MsgSupport
 
 /// `journal:PATH`: appends each delivered record as one line to PATH, made durable
 /// (fsync) before delivery is reported. An id already in the journal is not

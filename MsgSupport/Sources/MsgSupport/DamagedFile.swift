@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import MsgKit
 
 /// Setting a damaged store file aside (as Postfix's `corrupt` queue) and finding
 /// the files set aside beside a store.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import MsgKit
 
 /// File-system helpers for places another user might plant a link, and for
 /// setting damaged files aside.

@@ -3,6 +3,7 @@
 #elseif canImport(Musl)
 @preconcurrency import Musl
 #endif
+import MsgKit
 
 /// Thin wrappers over the POSIX calls msg's durability rests on.
 ///

@@ -1,3 +1,4 @@
+import MsgKit
 /// SplitMix64: a small, fast, seedable generator. For jitter, reproducible fault
 /// injection and test data; never for anything secret.
 public struct SplitMix64: RandomNumberGenerator, Sendable {

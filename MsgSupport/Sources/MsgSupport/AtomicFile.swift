@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import MsgKit
 
 /// A file written in full before it replaces `path` atomically: the bytes go to a
 /// temporary file beside it as they come (a name nobody can guess, created with

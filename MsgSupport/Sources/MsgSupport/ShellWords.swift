@@ -1,3 +1,4 @@
+import MsgKit
 /// Splits a command line into words as a POSIX shell does, without expansion:
 /// blanks separate words; `'…'` keeps everything literally; `"…"` keeps everything
 /// but `\"`, `\\`, `\$` and `` \` ``, which lose their backslash; outside quotes a
