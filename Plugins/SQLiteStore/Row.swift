@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc  // memcmp
-#endif
 import MsgKit
 
 /// The columns of a row that make its record (``columns``), read from a statement
@@ -32,20 +29,10 @@ struct Row {
         (try? EncodedMessage(stored: Array(text), historyOffset: historyOffset)) ?? copy().record()
     }
 
-    /// Whether the text has the shape msg writes for this row: its own id first, its
-    /// history where the row says, a closing brace last. Text edited by hand seldom
-    /// keeps all three; a listing decodes any text that does not (a damaged record
-    /// then shows as its stand-in), and checks no more (not even for a line break,
-    /// which costs a tenth of a listing), to list as fast as it reads.
+    /// Whether the text has the shape msg writes for this row
+    /// (``RecordLayout/isShapedAsWritten(_:historyOffset:id:)``).
     var looksWrittenByMsg: Bool {
-        let t = text
-        let h = historyOffset
-        let id = s.bytes(2)
-        guard let base = t.baseAddress, let idBase = id.baseAddress, h > 8 + id.count, h + 12 < t.count,
-              t[t.count - 1] == UInt8(ascii: "}"), t[7 + id.count] == UInt8(ascii: "\""),
-              memcmp(base + h, #","history":["#, 12) == 0, memcmp(base, #"{"id":""#, 7) == 0,
-              memcmp(base + 7, idBase, id.count) == 0 else { return false }
-        return true
+        RecordLayout.isShapedAsWritten(text, historyOffset: historyOffset, id: s.bytes(2))
     }
 
     /// A row read out of its statement.

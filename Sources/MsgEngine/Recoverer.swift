@@ -26,7 +26,6 @@ public struct Recoverer {
         }
     }
 
-    private static let idPrefix = Array(#"{"id":""#.utf8)
     private let store: any Store
     private let transport: any Transport
     private let staleAfter: MsgDuration
@@ -54,9 +53,7 @@ public struct Recoverer {
         // decoding; liveness is checked by the claim below.
         var candidates: [String] = []
         try store.listJSON(query, includeHistory: false) { (json) throws(MsgError) -> Bool in
-            if json.count >= 43, json.starts(with: Self.idPrefix) {
-                candidates.append(String(decoding: UnsafeBufferPointer(rebasing: json[7..<43]), as: UTF8.self))
-            }
+            if let id = RecordLayout.id(in: json) { candidates.append(id) }
             return true
         }
         // What is sending but too young to judge, said so a run right after a crash

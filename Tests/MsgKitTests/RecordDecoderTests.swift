@@ -9,7 +9,7 @@ import MsgSupport
 /// and the fast one must read every record msg itself writes.
 @Suite struct RecordDecoderTests {
     /// The general path, as `Message(decoding:origin:)` words it for `origin`.
-    private static func general(_ text: String, _ origin: RecordOrigin = .stored) -> Result<Message, MsgError> {
+    static func general(_ text: String, _ origin: RecordOrigin = .stored) -> Result<Message, MsgError> {
         let value: JSONValue
         do { value = try JSONParser.parse(text) } catch {
             return .failure(origin == .stored ? MsgError(.corrupt, "the stored record is not valid JSON: \(error)")
@@ -27,7 +27,7 @@ import MsgSupport
         }
     }
 
-    private static func fast(_ text: String) -> Message? {
+    static func fast(_ text: String) -> Message? {
         Array(text.utf8).withUnsafeBufferPointer { RecordDecoder.decode($0) }
     }
 

@@ -21,14 +21,27 @@ public struct EncodedMessage: Sendable, Equatable {
 
     /// Encodes `message`.
     public init(_ message: Message) {
-        var w = JSONWriter(capacity: 512)
-        message.write(to: &w, includeHistory: false)
-        let offset = w.bytes.count - 1
-        w.bytes.removeLast()
-        w.key("history")
-        message.writeHistory(to: &w)
-        w.raw("}")
-        self.init(message: message, json: w.bytes, historyOffset: offset)
+        let (json, offset) = RecordLayout.encode(message)
+        self.init(message: message, json: json, historyOffset: offset)
+    }
+
+    /// `record` with its life changed to `new`'s (status, attempts, times, error,
+    /// lease) and `new`'s history events past `record`'s appended: the text is
+    /// spliced (``RecordLayout/spliced(_:historyOffset:as:appending:)``), the body
+    /// and the other events copied as bytes, not encoded again. When `new` differs
+    /// in anything else, or the text is not in the order msg writes, `new` is
+    /// encoded afresh: the result is the same bytes either way.
+    public init(updating record: EncodedMessage, to new: Message) {
+        let old = record.message
+        if new.history.count >= old.history.count, new.id == old.id, new.to == old.to, new.body == old.body,
+           new.from == old.from, new.headers == old.headers, new.extra == old.extra,
+           let (json, offset) = record.json.withUnsafeBufferPointer({
+               RecordLayout.spliced($0, historyOffset: record.historyOffset, as: new, appending: new.history[old.history.count...])
+           }) {
+            self.init(message: new, json: json, historyOffset: offset)
+        } else {
+            self.init(new)
+        }
     }
 
     private init(message: Message, json: [UInt8], historyOffset: Int) {

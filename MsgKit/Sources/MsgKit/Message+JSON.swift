@@ -61,46 +61,11 @@ extension Message {
         self = try bytes.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
     }
 
-    /// Writes the record as one compact JSON object (no newline).
-    /// `includeHistory: false` leaves `history` out, as `queue ls` does. `history`
-    /// is always the last key, so a store may keep it apart and splice it back.
+    /// Writes the record as one compact JSON object (no newline), in the layout
+    /// ``RecordLayout`` owns. `includeHistory: false` leaves `history` out, as
+    /// `queue ls` does; `history` is always the last key.
     public func write(to w: inout JSONWriter, includeHistory: Bool = true) {
-        w.raw("{")
-        w.key("id", first: true); w.string(id)
-        w.key("to"); w.string(to)
-        if let from { w.key("from"); w.string(from) }
-        w.key("body"); w.string(body)
-        if !headers.isEmpty {
-            w.key("headers"); w.raw("{")
-            for (i, header) in headers.enumerated() {
-                if i > 0 { w.raw(",") }
-                w.string(header.key); w.raw(":"); w.string(header.value)
-            }
-            w.raw("}")
-        }
-        w.key("status"); w.string(status.rawValue)
-        w.key("attempts"); w.int(attempts)
-        w.key("created_at"); w.timestamp(createdAt)
-        w.key("updated_at"); w.timestamp(updatedAt)
-        if let notBefore { w.key("not_before"); w.timestamp(notBefore) }
-        if let nextAttemptAt { w.key("next_attempt_at"); w.timestamp(nextAttemptAt) }
-        if let expiresAt { w.key("expires_at"); w.timestamp(expiresAt) }
-        if let lastError { w.key("last_error"); lastError.write(to: &w) }
-        if let lease {
-            w.key("lease"); w.raw("{")
-            w.key("host", first: true); w.string(lease.host)
-            w.key("pid"); w.int(Int(lease.pid))
-            w.key("until"); w.timestamp(lease.until)
-            w.raw("}")
-        }
-        for member in extra {
-            w.raw(","); w.string(member.key); w.raw(":"); w.value(member.value)
-        }
-        if includeHistory {
-            w.key("history")
-            writeHistory(to: &w)
-        }
-        w.raw("}")
+        RecordLayout.write(self, to: &w, includeHistory: includeHistory)
     }
 
     /// Writes the record as a destination receives it: as stored, but without its
@@ -116,12 +81,7 @@ extension Message {
 
     /// Writes the `history` array.
     public func writeHistory(to w: inout JSONWriter) {
-        w.raw("[")
-        for (i, event) in history.enumerated() {
-            if i > 0 { w.raw(",") }
-            event.write(to: &w)
-        }
-        w.raw("]")
+        RecordLayout.writeHistory(history, to: &w)
     }
 
     /// The record as one line of compact JSON text (no newline).
