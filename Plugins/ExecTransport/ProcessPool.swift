@@ -25,11 +25,18 @@ struct ProcessPool {
     var concurrency: Int
     var grace: Int64
 
-    /// The pids of the commands running in this process (every pool's, as several
-    /// flush workers run at once). Orphans are reaped by pid, never with
-    /// `waitpid(-1)`, so no run's own child is ever taken from it: a child is
-    /// started and entered here under this lock, and the reaper holds it too.
-    private static let commands = Mutex(Set<pid_t>())
+    /// The commands of this process (every pool's, as several flush workers run at
+    /// once): the pids running, and the process groups they made (a group's id is
+    /// its leader's pid). Orphans are reaped by pid, never with `waitpid(-1)`, and
+    /// only when they are in one of these groups: no run's own child, and no child
+    /// the rest of the process started (a test runner's), is ever taken from its
+    /// waiter. A child is started and entered here under this lock; the reaper holds
+    /// it too.
+    private struct Commands {
+        var running = Set<pid_t>()
+        var groups = Set<pid_t>()
+    }
+    private static let commands = Mutex(Commands())
 
     func run(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
         let ends = runAlone(jobs, deadline: milliseconds)
@@ -41,7 +48,10 @@ struct ProcessPool {
     private static func start(_ job: Job, deadline: Int64) -> Result<ChildProcess, SpawnFailure> {
         commands.withLock { ours in
             let started = ChildProcess.start(argv: job.argv, environment: job.environment, input: job.input, deadline: deadline)
-            if case .success(let child) = started { ours.insert(child.pid) }
+            if case .success(let child) = started {
+                ours.running.insert(child.pid)
+                ours.groups.insert(child.pid)
+            }
             return started
         }
     }
@@ -49,7 +59,7 @@ struct ProcessPool {
     /// Reaps `child` (``ChildProcess/finish()``) and forgets its pid.
     private static func finish(_ child: ChildProcess) -> ChildEnd {
         let end = child.finish()
-        commands.withLock { _ = $0.remove(child.pid) }
+        commands.withLock { _ = $0.running.remove(child.pid) }
         return end
     }
 
@@ -123,19 +133,41 @@ struct ProcessPool {
     private static let reaper = Mutex<(any DispatchSourceTimer)?>(nil)
 
     /// Reaps the orphaned descendants that have ended: msg's children that are not
-    /// its commands (what a command left running, reparented to msg, the
-    /// subreaper). Called after every run, while others run, so zombies never pile
-    /// up under steady load. The children are read from
-    /// `/proc/self/task/*/children`, and each is waited for by pid, without
-    /// blocking; where the kernel does not offer that file, nothing is reaped here
-    /// until the process ends.
+    /// its commands but are in a command's process group (what a command left
+    /// running, reparented to msg, the subreaper). Called after every run, while
+    /// others run, and four times a second, so zombies never pile up under steady
+    /// load. The children are read from `/proc/self/task/*/children`, each one's
+    /// state and group from `/proc/PID/stat`, and each is waited for by pid, without
+    /// blocking; where the kernel offers no `children` file, nothing is reaped here.
+    /// Groups with nothing left in them are forgotten.
     static func reapOrphans() {
         commands.withLock { ours in
-            for pid in childProcesses() where !ours.contains(pid) {
-                var status: Int32 = 0
-                _ = waitpid(pid, &status, WNOHANG)
+            var live = Set<pid_t>()
+            for pid in childProcesses() where !ours.running.contains(pid) {
+                guard let (state, group) = status(of: pid), ours.groups.contains(group) else { continue }
+                if state == UInt8(ascii: "Z") {
+                    var status: Int32 = 0
+                    _ = waitpid(pid, &status, WNOHANG)
+                } else {
+                    live.insert(group)
+                }
             }
+            ours.groups = ours.groups.filter { ours.running.contains($0) || live.contains($0) }
         }
+    }
+
+    /// The state letter and process group of `pid`, from `/proc/PID/stat`.
+    static func status(of pid: pid_t) -> (UInt8, pid_t)? {
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0, let end = buffer[0..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        // "pid (comm) S ppid pgrp …": the name may hold anything, so from its last ")".
+        let fields = buffer[(end + 1)..<n].split(separator: 0x20)
+        guard fields.count > 3, let state = fields[0].first, let group = pid_t(String(decoding: fields[2], as: UTF8.self)) else { return nil }
+        return (state, group)
     }
 
     /// This process's children, from every thread's `children` file (an orphan is

@@ -38,6 +38,8 @@ public final class JSONFileStore: Store {
     private var dataFD: Int32 = -1
     private var identity: (dev: UInt64, ino: UInt64) = (0, 0)
     private var state = StoreState()
+    /// Lines for the user (``takeNotices()``).
+    private var notices: [String] = []
 
     /// Opens the store at `url.path`: for `.write` creating its directory when
     /// missing; for `.read` an existing store only.
@@ -99,7 +101,7 @@ public final class JSONFileStore: Store {
     public func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) {
         try read()
         var remaining = query.limit ?? Int.max
-        for m in state.sorted(matching: query) where remaining > 0 {
+        for m in state.fifo() where remaining > 0 && query.matches(m) {
             remaining -= 1
             if try !body(EncodedMessage(m)) { return }
         }
@@ -133,44 +135,24 @@ public final class JSONFileStore: Store {
         }
     }
 
-    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
-        if limit <= 0 { return [] }
-        return try write { (tx) throws(MsgError) -> [EncodedMessage] in
-            var taken: [EncodedMessage] = []
-            for m in tx.sorted(matching: query) {
-                if taken.count >= limit { break }
-                guard let changed = try transform(m) else { continue }
-                taken.append(EncodedMessage(changed))
-            }
-            for r in taken { tx.set(r) }
-            return taken
+    public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+        try write { (tx) throws(MsgError) -> R in
+            let session = JSONClaimSession(tx, destinations: state.destinations, fifo: { [unowned self] in self.state.fifo() })
+            let result = try body(session)
+            tx = session.tx
+            return result
         }
     }
 
-    public func claim(_ request: ClaimRequest, _ planner: any ClaimPlanner) throws(MsgError) -> [EncodedMessage] {
-        try write { (tx) throws(MsgError) -> [EncodedMessage] in
-            try planner.begin(states: state.destinations)
-            if !request.busy.isEmpty {
-                for m in tx.sorted(matching: Query(statuses: request.busy)) { planner.busy(id: m.id, to: m.to, record: { m }) }
-            }
-            var taken: [EncodedMessage] = []
-            var scanned = 0
-            for m in tx.sorted(matching: request.query) {
-                if taken.count >= request.limit || scanned >= request.scanLimit { break }
-                scanned += 1
-                let answer = try planner.consider(m)
-                if case .take(let changed) = answer { taken.append(EncodedMessage(changed)) }
-                if answer == .stop { break }
-            }
-            for r in taken { tx.set(r) }
-            for (key, value) in planner.finish() { tx.setDestination(key, value) }
-            return taken
-        }
-    }
-
-    public func destinationStates() throws(MsgError) -> [String: String] {
+    public func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {
         try read()
-        return state.destinations
+        guard let keys else { return state.destinations }
+        return state.destinations.filter { keys.contains($0.key) }
+    }
+
+    public func takeNotices() -> [String] {
+        defer { notices = [] }
+        return notices
     }
 
     // MARK: Transactions
@@ -200,6 +182,7 @@ public final class JSONFileStore: Store {
             throw error
         }
         for (id, value) in overlay { state.records[id] = value }
+        if !overlay.isEmpty { state.changed() }
         for (key, value) in destinations { state.destinations[key] = value }
         state.offset += bytes.count
         state.lines += lineCount
@@ -313,7 +296,7 @@ public final class JSONFileStore: Store {
     /// Rewrites the file with only the live records, atomically.
     private func compact() throws(MsgError) {
         var w = JSONWriter(capacity: state.records.count * 512)
-        for m in state.sorted(matching: Query()) {
+        for m in state.fifo() {
             m.write(to: &w)
             w.raw("\n")
         }

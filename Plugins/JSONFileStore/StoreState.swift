@@ -11,9 +11,20 @@ struct StoreState {
     /// Lines in the file, live or dead (for the compaction rule).
     var lines = 0
 
+    /// Every record in FIFO order, sorted once after each change and kept.
+    mutating func fifo() -> [Message] {
+        if let sorted { return sorted }
+        let all = records.values.sorted(by: Query.fifo)
+        sorted = all
+        return all
+    }
+
+    /// The records in FIFO order as of the last ``fifo()``; nil after a change.
+    private var sorted: [Message]?
+
     /// Records matching `query` in FIFO order (its limit not applied).
-    func sorted(matching query: Query) -> [Message] {
-        records.values.filter(query.matches).sorted(by: Query.fifo)
+    mutating func sorted(matching query: Query) -> [Message] {
+        fifo().filter(query.matches)
     }
 
     /// A complete line that is not a record: its number in the file and why.
@@ -77,7 +88,11 @@ struct StoreState {
         }
     }
 
+    /// Forgets the FIFO order after records changed.
+    mutating func changed() { sorted = nil }
+
     private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {
+        sorted = nil
         switch try Self.read(line) {
         case .deleted(let id): records[id] = nil
         case .destination(let key, let state): destinations[key] = state

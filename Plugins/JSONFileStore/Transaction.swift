@@ -23,11 +23,6 @@ struct Transaction {
         return base[id]
     }
 
-    /// Records matching `query` before this transaction, in FIFO order.
-    func sorted(matching query: Query) -> [Message] {
-        base.values.filter(query.matches).sorted(by: Query.fifo)
-    }
-
     /// Stores `m` (a record line).
     mutating func set(_ m: Message) {
         overlay[m.id] = .some(m)

@@ -5,7 +5,7 @@ import MsgKit
 /// every column selected costs SQLite work on every row.
 struct Row {
     /// The columns, in the order read here.
-    static let columns = "record, history_at, id, recipient, created_at, status"
+    static let columns = "record, history_at, id, recipient, created_at, status, rid"
     /// The columns a listing of text needs.
     static let listingColumns = "record, history_at, id"
 
@@ -20,7 +20,7 @@ struct Row {
     /// The row's columns (all of ``columns``), copied out of the statement.
     func copy() -> Copy {
         Copy(id: id, to: String(decoding: s.bytes(3), as: UTF8.self), createdAt: s.int64(4),
-             status: String(decoding: s.bytes(5), as: UTF8.self), text: Array(text), historyOffset: historyOffset)
+             status: String(decoding: s.bytes(5), as: UTF8.self), text: Array(text), historyOffset: historyOffset, rid: s.int64(6))
     }
 
     /// The record, or the damaged record in place of text that does not read (the
@@ -43,6 +43,8 @@ struct Row {
         var status: String
         var text: [UInt8]
         var historyOffset: Int
+        /// The row's rowid (``columns`` only).
+        var rid: Int64
 
         func record() -> EncodedMessage {
             .stored(text: text, historyOffset: historyOffset, id: id, to: to, createdAt: Timestamp(milliseconds: createdAt))

@@ -1,6 +1,37 @@
 import MsgKit
 
-/// Binds a record's columns (?1 … ?9) to an INSERT or UPDATE and runs it.
+/// The columns of a record's row besides its text, each derived from the record
+/// (``SQLiteSchema``): what the indexes and filters read.
+enum StoredColumns {
+    /// A waiting record's time to wait for (`not_before`, `next_attempt_at`); NULL
+    /// when it is due now or not waiting.
+    static func dueAt(_ m: Message) -> Int64? {
+        switch m.status {
+        case .queued, .failed, .held: m.dueAt?.milliseconds
+        default: nil
+        }
+    }
+
+    /// A record in flight: its lease end, 0 when it has no lease; NULL otherwise.
+    static func leaseUntil(_ m: Message) -> Int64? {
+        m.status == .sending ? (m.lease?.until.milliseconds ?? 0) : nil
+    }
+
+    /// 1 while the record is not finished (in `messages_open`), NULL once it was sent.
+    static func open(_ status: Status) -> Int64? { isOpen(status) ? 1 : nil }
+
+    /// Whether records of `status` are in `messages_open`.
+    static func isOpen(_ status: Status) -> Bool {
+        switch status {
+        case .sent, .delivered, .read: false
+        default: true
+        }
+    }
+}
+
+/// Binds a record's columns to an INSERT or UPDATE and runs it: ?1 id, ?2 status,
+/// ?3 recipient, ?4 created_at, ?5 updated_at, ?6 due_at, ?7 lease_until, ?8 open,
+/// ?9 record, ?10 history_at.
 enum RowEncoder {
     /// Binds `r` and runs `s` while its text is alive (the text is bound without a copy).
     static func run(_ r: EncodedMessage, _ s: SQLiteStatement, _ what: String) throws(MsgError) {
@@ -10,11 +41,12 @@ enum RowEncoder {
         s.bind(3, m.to)
         s.bind(4, m.createdAt.milliseconds)
         s.bind(5, m.updatedAt.milliseconds)
-        s.bind(6, m.dueAt?.milliseconds)
-        s.bind(7, m.lease?.until.milliseconds)
-        s.bind(9, Int64(r.historyOffset))
+        s.bind(6, StoredColumns.dueAt(m))
+        s.bind(7, StoredColumns.leaseUntil(m))
+        s.bind(8, StoredColumns.open(m.status))
+        s.bind(10, Int64(r.historyOffset))
         try r.json.withUnsafeBufferPointer { (json) throws(MsgError) in
-            s.bindStatic(8, json)
+            s.bindStatic(9, json)
             try s.run(what)
         }
     }

@@ -6,13 +6,29 @@ import MsgKit
 
 /// The store's schema and its migrations, versioned by `PRAGMA user_version`.
 ///
-/// Each record is kept as its canonical JSON text (`record`, see ``EncodedMessage``)
+/// Each record is kept as its canonical JSON text (`record`, see ``RecordLayout``)
 /// with the offset where its `history` begins (`history_at`): a listing with
 /// history writes `record` as it is, one without writes `record[..<history_at]`
-/// and a closing brace. The other columns exist for the indexes and filters.
+/// and a closing brace. The other columns exist for the indexes and filters, each
+/// derived from the record (``StoredColumns``).
+///
+/// Schema 3 is shaped for the claim, measured with a C program doing only the
+/// SQLite work of 100,000 messages (a claim and an outcome update each): 166k/s,
+/// against 110k/s for schema 2.
+/// - A rowid table: updates find their row by an integer, not by a text key.
+/// - `messages_open`: the records not finished (not sent, delivered or read) in
+///   FIFO order, with their recipient, so a claim skips the messages of a waiting
+///   destination without reading their rows. A claim changes no entry of it; an
+///   outcome that finishes a record removes one. Status is not in it: adding it
+///   cost 15% of every update.
+/// - `messages_inflight`: records `sending`, by lease end (`lease_until`, 0 when
+///   they have none), for the in-flight read of a claim and for `recover`.
+/// - `messages_due`: waiting records with a time to wait for, for `flush --watch`.
+/// - No index by recipient alone: it doubled the cost of `queue add` (random
+///   inserts into a large b-tree).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 2
+    static let current: Int64 = 3
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -39,6 +55,38 @@ enum SQLiteSchema {
             key TEXT NOT NULL PRIMARY KEY,
             state TEXT NOT NULL
         ) WITHOUT ROWID;
+        """,
+        // Version 3: a rowid table, and the indexes of the one claim (above).
+        """
+        DROP INDEX messages_fifo;
+        DROP INDEX messages_status;
+        DROP INDEX messages_due;
+        ALTER TABLE messages RENAME TO messages_v2;
+        CREATE TABLE messages (
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            status TEXT NOT NULL,
+            recipient TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            due_at INTEGER,
+            lease_until INTEGER,
+            open INTEGER,
+            record TEXT NOT NULL,
+            history_at INTEGER NOT NULL
+        );
+        INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at)
+            SELECT id, status, recipient, created_at, updated_at,
+                   CASE WHEN status IN ('queued', 'failed', 'held') THEN due_at END,
+                   CASE WHEN status = 'sending' THEN coalesce(lease_until, 0) END,
+                   CASE WHEN status IN ('sent', 'delivered', 'read') THEN NULL ELSE 1 END,
+                   record, history_at
+            FROM messages_v2 ORDER BY created_at, id;
+        DROP TABLE messages_v2;
+        CREATE INDEX messages_fifo ON messages(created_at, id);
+        CREATE INDEX messages_open ON messages(created_at, id, recipient) WHERE open IS NOT NULL;
+        CREATE INDEX messages_inflight ON messages(lease_until) WHERE lease_until IS NOT NULL;
+        CREATE INDEX messages_due ON messages(due_at) WHERE due_at IS NOT NULL;
         """,
     ]
 

@@ -69,8 +69,8 @@ public final class SQLiteStore: Store {
         let stored = try guarded { () throws(MsgError) in
             try db.transaction("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
-                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(id) DO NOTHING
+                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO NOTHING
                     """)
                 var results: [AddResult] = []
                 results.reserveCapacity(records.count)
@@ -158,8 +158,7 @@ public final class SQLiteStore: Store {
         if changes.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
             try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
-                let s = try replaceStatement()
-                return try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected, s) }
+                try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected) }
             }
         }
     }
@@ -180,67 +179,130 @@ public final class SQLiteStore: Store {
         }
     }
 
-    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
-        if limit <= 0 { return [] }
-        return try guarded { () throws(MsgError) in
-            try db.transaction("claiming messages") { () throws(MsgError) in
-                var unlimited = query
-                unlimited.limit = nil
-                let (sql, binder) = SQLiteQuery.select(Row.columns, unlimited)
-                let s = try db.statement(sql)
-                binder(s)
-                // Rows are read in chunks of at most `claimChunk`, so a claim of
-                // everything never holds every row's text, decoded record and new text
-                // at once. Decoding a chunk and encoding what it claimed are pure work,
-                // split over the cores; the transform and the writes stay on this
-                // thread, in FIFO order. A damaged record is stored as such (dead) in
-                // the same commit (Store, requirement 10).
-                var taken: [(record: EncodedMessage, expected: Status)] = []
-                var damaged: [(record: EncodedMessage, expected: Status)] = []
-                var more = true
-                while more && taken.count < limit {
-                    var rows: [Row.Copy] = []
-                    let want = min(limit - taken.count, Self.claimChunk)
-                    while rows.count < want {
-                        guard try s.step("claiming messages") else { more = false; break }
-                        rows.append(Row(s).copy())
-                    }
-                    var changed: [(message: Message, expected: Status)] = []
-                    for (row, r) in zip(rows, Self.decodeAll(rows)) {
-                        if taken.count + changed.count == limit { more = false; break }
-                        if r.message.isDamaged && row.status != Status.dead.rawValue {
-                            _ = try transform(r.message)
-                            if let expected = Status(rawValue: row.status) { damaged.append((r, expected)) }
-                            continue
-                        }
-                        if let x = try transform(r.message) { changed.append((x, r.message.status)) }
-                    }
-                    for (r, c) in zip(Self.encodeAll(changed.map(\.message)), changed) { taken.append((r, c.expected)) }
-                }
-                s.reset()
-                // Inside the write transaction nobody else can change these rows, so
-                // every compare-and-set applies; checking keeps the result honest.
-                var claimed: [EncodedMessage] = []
-                claimed.reserveCapacity(taken.count)
-                let update = try replaceStatement()
-                for t in taken where try replace(t.record, expected: t.expected, update) { claimed.append(t.record) }
-                for d in damaged { _ = try replace(d.record, expected: d.expected, update) }
-                return claimed
+    public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+        let result = try guarded { () throws(MsgError) in
+            try db.transaction("claiming messages") { () throws(MsgError) -> R in
+                let session = SQLiteClaimSession(self)
+                defer { session.close() }
+                return try body(session)
             }
+        }
+        noteOwnCommit()
+        for line in takeNotices() { notices.append(line) }
+        return result
+    }
+
+    public func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {
+        try guarded { () throws(MsgError) in try readStates(keys) }
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits.
+    public func changeToken() throws(MsgError) -> UInt64? {
+        try guarded { () throws(MsgError) in UInt64(bitPattern: try db.integer("PRAGMA data_version")) }
+    }
+
+    public func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? {
+        try guarded { () throws(MsgError) in
+            let s = try db.statement("""
+                SELECT due_at FROM messages INDEXED BY messages_due WHERE due_at > ?1
+                AND status IN (SELECT value FROM json_each(?2)) ORDER BY due_at LIMIT 1
+                """)
+            s.bind(1, now.milliseconds)
+            s.bind(2, SQLiteQuery.jsonArray(statuses.map(\.rawValue).sorted()))
+            defer { s.reset() }
+            guard try s.step("reading the next due time") else { return nil }
+            return Timestamp(milliseconds: s.int64(0))
         }
     }
 
-    /// The most rows a claim reads before deciding on them.
-    static let claimChunk = 4096
+    public func takeNotices() -> [String] {
+        defer { notices = [] }
+        return notices
+    }
+
+    // MARK: Rows
+
+    func fetch(_ id: String) throws(MsgError) -> EncodedMessage? {
+        let s = try db.statement("SELECT \(Row.columns) FROM messages WHERE id = ?1")
+        s.bind(1, id)
+        guard try s.step("reading a message") else { return nil }
+        defer { s.reset() }
+        return Row(s).record()
+    }
+
+    /// Replaces a record if its status is still `expected`, found by the rowid a
+    /// claim of this handle read it under when there is one (an integer key is
+    /// cheaper than the id's text). `recipient` is left out of the update unless it
+    /// changed (`queue edit`): an indexed column named in a SET is re-indexed.
+    func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
+        let byRow = rowids.removeValue(forKey: r.message.id)
+        let s = try db.statement(byRow == nil ? Self.updateByID : Self.updateByRow)
+        s.reset()
+        s.bind(11, expected.rawValue)
+        if let byRow { s.bind(12, byRow) }
+        try RowEncoder.run(r, s, "updating a message")
+        if db.changes == 1 { return true }
+        // Not applied: another status, another recipient, or no such row.
+        let edit = try db.statement(Self.updateWithRecipient)
+        edit.reset()
+        edit.bind(11, expected.rawValue)
+        try RowEncoder.run(r, edit, "updating a message")
+        return db.changes == 1
+    }
+
+    private static let set = """
+        status = ?2, updated_at = ?5, due_at = ?6, lease_until = ?7, open = ?8, record = ?9, history_at = ?10
+        """
+    private static let updateByID = "UPDATE messages SET \(set) WHERE id = ?1 AND status = ?11 AND recipient = ?3"
+    private static let updateByRow = "UPDATE messages SET \(set) WHERE rid = ?12 AND id = ?1 AND status = ?11 AND recipient = ?3"
+    private static let updateWithRecipient = "UPDATE messages SET recipient = ?3, \(set) WHERE id = ?1 AND status = ?11"
+
+    /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:)``.
+    var rowids: [String: Int64] = [:]
+    /// `PRAGMA data_version` as of this handle's last claim: unchanged means no other
+    /// process committed since (the in-flight records are as this handle left them).
+    var claimVersion: Int64?
+    /// Lines for the user (``takeNotices()``).
+    var notices: [String] = []
+
+    /// After a claim of this handle: its own commits do not change `data_version`.
+    private func noteOwnCommit() {
+        if rowids.count > 200_000 { rowids.removeAll() }
+    }
+
+    func readStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {
+        var states: [String: String] = [:]
+        let s: SQLiteStatement
+        if let keys {
+            if keys.isEmpty { return [:] }
+            s = try db.statement("SELECT key, state FROM destinations WHERE key IN (SELECT value FROM json_each(?1))")
+            s.bind(1, SQLiteQuery.jsonArray(keys.sorted()))
+        } else {
+            s = try db.statement("SELECT key, state FROM destinations")
+        }
+        defer { s.reset() }
+        while try s.step("reading destination states") {
+            states[String(decoding: s.bytes(0), as: UTF8.self)] = String(decoding: s.bytes(1), as: UTF8.self)
+        }
+        return states
+    }
+
+    func writeStates(_ states: [String: String?]) throws(MsgError) {
+        if states.isEmpty { return }
+        let upsert = try db.statement("INSERT INTO destinations (key, state) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET state = ?2")
+        let delete = try db.statement("DELETE FROM destinations WHERE key = ?1")
+        for (key, state) in states {
+            let s = state == nil ? delete : upsert
+            s.reset()
+            s.bind(1, key)
+            if let state { s.bind(2, state) }
+            try s.run("storing a destination state")
+        }
+    }
 
     /// Decodes rows on all cores (in order); text that does not read gives a damaged record.
     static func decodeAll(_ rows: [Row.Copy]) -> [EncodedMessage] {
         parallelMap(rows) { $0.record() }
-    }
-
-    /// Encodes records on all cores (in order).
-    static func encodeAll(_ messages: [Message]) -> [EncodedMessage] {
-        parallelMap(messages) { EncodedMessage($0) }
     }
 
     /// `items.map(transform)` split over the cores when there are enough items to pay
@@ -256,36 +318,6 @@ public final class SQLiteStore: Store {
             results.withLock { $0[part] = mapped }
         }
         return results.withLock { $0.flatMap { $0 } }
-    }
-
-    // MARK: Rows
-
-    func fetch(_ id: String) throws(MsgError) -> EncodedMessage? {
-        let s = try db.statement("SELECT \(Row.columns) FROM messages WHERE id = ?1")
-        s.bind(1, id)
-        guard try s.step("reading a message") else { return nil }
-        defer { s.reset() }
-        return Row(s).record()
-    }
-
-    /// The statement of ``replace(_:expected:_:)``, fetched once per batch: the cache
-    /// is keyed by the SQL text, which costs a hash of it on every lookup.
-    /// `created_at` is left out of the SET list on purpose: it never changes, and
-    /// naming it would make SQLite rewrite the FIFO index entry of every updated row.
-    func replaceStatement() throws(MsgError) -> SQLiteStatement {
-        try db.statement("""
-            UPDATE messages SET status = ?2, recipient = ?3, updated_at = ?5, due_at = ?6,
-                lease_until = ?7, record = ?8, history_at = ?9
-            WHERE id = ?1 AND status = ?10
-            """)
-    }
-
-    /// Replaces a record if its status is still `expected`, with `s` from ``replaceStatement()``.
-    func replace(_ r: EncodedMessage, expected: Status, _ s: SQLiteStatement) throws(MsgError) -> Bool {
-        s.reset()
-        s.bind(10, expected.rawValue)
-        try RowEncoder.run(r, s, "updating a message")
-        return db.changes == 1
     }
 
     /// Runs `body`; when the database turns out to be damaged, sets it aside (when

@@ -17,8 +17,16 @@ import MsgKit
 enum Salvage {
     /// The columns copied, in the order of ``insertSQL``.
     static let columns = "id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at"
+    /// The columns derived as ``StoredColumns`` derives them, whatever the schema of
+    /// the damaged file.
     static let insertSQL = """
-        INSERT INTO messages (\(columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(id) DO NOTHING
+        INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at)
+        VALUES (?1, ?2, ?3, ?4, ?5,
+                CASE WHEN ?2 IN ('queued', 'failed', 'held') THEN ?6 END,
+                CASE WHEN ?2 = 'sending' THEN coalesce(?7, 0) END,
+                CASE WHEN ?2 IN ('sent', 'delivered', 'read') THEN NULL ELSE 1 END,
+                ?8, ?9)
+        ON CONFLICT(id) DO NOTHING
         """
 
     /// Copies the readable rows of `aside` into a store at `path` (created).

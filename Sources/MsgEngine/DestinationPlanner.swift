@@ -1,167 +1,171 @@
 import MsgKit
 
-/// One claim of a flush, decided inside the store's atomic step (``ClaimPlanner``):
-/// per destination, FIFO order with one message in flight, the breaker, a pause the
-/// destination asked for, the token bucket, and expiry.
+/// The flush's side of a claim (``ClaimPlanner``), decided inside the store's
+/// atomic step: for each candidate, its own times (expiry), then its destination's
+/// rules as ``DestinationBook`` orders them; what it takes is made `sending` under
+/// a lease. Destination states are read per key, as candidates need them, and the
+/// lessons of the run's outcomes are applied to them first.
 final class DestinationPlanner: ClaimPlanner {
-    /// Something learnt from an outcome, applied to the stored state at the next claim.
-    enum Event: Sendable, Equatable {
-        case succeeded
-        case failed(Message.Failure)
-        case rejected(Message.Failure)
-        case paused(until: Timestamp)
-        case probeReturned
-    }
-
-    /// Why a destination's messages were left in the queue this time.
-    enum Hold: Sendable, Equatable {
-        case busy
-        case open(until: Timestamp)
-        case probing
-        case paused(until: Timestamp)
-        case throttled(until: Timestamp)
-    }
-
-    private let rules: DeliveryRules
+    private let book: DestinationBook
+    private let scan: ClaimScan
     private let now: Timestamp
-    private let isOwn: (String) -> Bool
+    private let lease: Message.Lease
+    private let lessons: [(key: String, lesson: DestinationBook.Lesson)]
+    /// Ids this process has in flight (claimed and not yet recorded).
+    private let own: Set<String>
     /// How many more messages of a key may be taken; nil: no bound.
     private let room: ((String) -> Int)?
-    private let skip: (Message) -> Bool
-    private let prepare: (Message) throws(MsgError) -> Message
-    private let probeLease: Timestamp
-    private var events: [(key: String, event: Event)]
+    /// Whether a record was attempted in this run already (retry takes each once).
+    private let attempted: (String) -> Bool
+    private let faults: FaultPoints
 
-    private(set) var states: [String: DestinationState] = [:]
+    /// States read in this claim (or made), by key, and the keys whose state changed.
+    private var states: [String: DestinationState] = [:]
     private var stored: [String: DestinationState] = [:]
     private var changed: Set<String> = []
-    private var busyKeys: Set<String> = []
     private var takenPerKey: [String: Int] = [:]
-    private(set) var held: [String: Hold] = [:]
-    /// Per held key, the messages this claim read and left for it.
-    private(set) var heldCount: [String: Int] = [:]
-    /// The earliest time a held destination may go again within this run (a token, a pause's end).
-    private(set) var wake: Timestamp?
-    /// Lines for stderr: breakers opened and closed.
-    private(set) var notices: [String] = []
-    /// Keys whose message taken now is the half-open probe.
-    private(set) var probes: Set<String> = []
+    /// Probes in flight with a live sender, by id, as found in this claim.
+    private var liveProbes: [String: Bool] = [:]
+    private var session: (any ClaimSession)?
 
-    init(rules: DeliveryRules, now: Timestamp, isOwn: @escaping (String) -> Bool, events: [(key: String, event: Event)],
-         probeLease: Timestamp, room: ((String) -> Int)?,
-         skip: @escaping (Message) -> Bool, prepare: @escaping (Message) throws(MsgError) -> Message) {
-        self.rules = rules
+    /// Lines for stderr (breakers opened and closed), damaged records met, probes taken.
+    private(set) var notices: [String] = []
+    private(set) var damaged: [String] = []
+    private(set) var probes: Set<String> = []
+    /// The records as they were before this claim took them (to put back).
+    private(set) var originals: [String: EncodedMessage] = [:]
+
+    init(book: DestinationBook, scan: ClaimScan, now: Timestamp, lease: Message.Lease, lessons: [(key: String, lesson: DestinationBook.Lesson)],
+         own: Set<String>, room: ((String) -> Int)?, attempted: @escaping (String) -> Bool, faults: FaultPoints) {
+        self.book = book
+        self.scan = scan
         self.now = now
-        self.isOwn = isOwn
-        self.events = events
-        self.probeLease = probeLease
+        self.lease = lease
+        self.lessons = lessons
+        self.own = own
         self.room = room
-        self.skip = skip
-        self.prepare = prepare
+        self.attempted = attempted
+        self.faults = faults
     }
 
-    func begin(states stored: [String: String]) throws(MsgError) {
-        states = stored.mapValues { DestinationState(text: $0) }
-        self.stored = states
-        for (key, event) in events {
+    private var rules: DeliveryRules { book.rules }
+
+    func begin(_ session: any ClaimSession) throws(MsgError) {
+        self.session = session
+        // Records in flight elsewhere hold their destinations (one at a time, in
+        // every process); nil: nobody else changed the queue since the last claim.
+        if let inFlight = try session.inFlight() {
+            var busy: [String: String] = [:]
+            for r in inFlight where !own.contains(r.id) {
+                let key = rules.key == .recipient ? r.to : (try session.record(r.id)).map { rules.key.of($0.message) } ?? r.to
+                busy[r.id] = key
+            }
+            scan.foreign = busy
+        }
+        // What the run's outcomes taught, into the stored states.
+        try load(Set(lessons.map(\.key)))
+        for (key, lesson) in lessons {
             var s = states[key] ?? DestinationState()
-            if let line = Self.apply(event, to: &s, key: key, now: now, rules: rules) { notices.append(line) }
+            if let line = book.learn(lesson, into: &s, key: key, now: now) { notices.append(line) }
             states[key] = s
             changed.insert(key)
         }
-        events = []
     }
 
-    /// Applies one outcome's event to a state. - Returns: a line for stderr, if any.
-    static func apply(_ event: Event, to s: inout DestinationState, key: String, now: Timestamp, rules: DeliveryRules) -> String? {
-        switch event {
-        case .succeeded:
-            if s.succeeded() == .closed { return "destination \(key): circuit closed, a message went out" }
-        case .failed(let failure):
-            if case .opened(let until, let failures)? = s.failed(failure, now: now, rules: rules) {
-                let length = MsgDuration(milliseconds: until.milliseconds - now.milliseconds)
-                return "destination \(key): circuit open for \(length) after \(failures) failures in a row (last: \(failure.code): \(failure.message)); its messages wait, no attempt counted"
-            }
-        case .rejected(let failure): s.rejected(failure)
-        case .paused(let until): s.pause(until: until)
-        case .probeReturned: s.probeUntil = nil
-        }
-        return nil
+    /// Recipients the store may leave out: destinations held in this scan.
+    var skipping: Set<String> {
+        rules.key == .recipient ? scan.skippable : []
     }
 
-    func busy(id: String, to: String, record: () -> Message) {
-        if isOwn(id) { return }
-        busyKeys.insert(rules.key == .recipient ? to : rules.key.of(record()))
+    func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
+        var keys = Set<String>()
+        for row in rows { keys.insert(rules.key.of(row.record.message)) }
+        try load(keys)
+        return try rows.map { (row) throws(MsgError) -> ClaimAnswer in try consider(row) }
     }
 
-    func consider(_ m: Message) throws(MsgError) -> ClaimAnswer {
-        if skip(m) { return .skip }
-        if let expires = m.expiresAt, expires <= now { return .take(try Self.expire(m, now: now)) }
-        let key = rules.key.of(m)
-        // Each lookup only when its table has anything: most claims find them all empty.
-        if !held.isEmpty, held[key] != nil {
-            heldCount[key, default: 0] += 1
+    private func consider(_ row: ClaimRow) throws(MsgError) -> ClaimAnswer {
+        let r = row.record
+        let m = r.message
+        if m.isDamaged {
+            // Never sent; the claim stores it as dead.
+            damaged.append(m.id)
             return .skip
         }
-        if !busyKeys.isEmpty, busyKeys.contains(key) { return hold(key, .busy) }
+        if attempted(m.id) { return .skip }
+        if let expires = m.expiresAt, expires <= now {
+            return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(m, now: now)))
+        }
+        let key = rules.key.of(m)
+        if let held = scan.held[key] {
+            scan.hold(key, held, counting: true)
+            return .skip
+        }
         var taken = 0
         if let room {
             taken = takenPerKey[key] ?? 0
-            if taken >= room(key) { return .skip }
-        }
-        guard !states.isEmpty || rules.rate != nil, var s = states[key] else {
-            // Nothing known about this destination: the common case, kept cheap.
-            if let rate = rules.rate {
-                var fresh = DestinationState()
-                fresh.rate = rate
-                _ = fresh.takeToken(now: now, rate: rate)
-                states[key] = fresh
-                changed.insert(key)
+            if taken >= room(key) {
+                // Its share of the pending messages is taken: the rest of it waits for
+                // the scan to start again, so none goes ahead of these.
+                scan.hold(key, .busy, counting: false)
+                return .skip
             }
-            if room != nil { takenPerKey[key] = taken + 1 }
-            return .take(try prepare(m))
         }
-        if let until = s.pausedUntil {
-            if until > now { return hold(key, .paused(until: until)) }
-            s.pausedUntil = nil
-            changed.insert(key)
-        }
-        var probe = false
-        switch s.breaker(at: now) {
-        case .closed: break
-        case .open(let until): return hold(key, .open(until: until))
-        case .halfOpen(probing: true): return hold(key, .probing)
-        case .halfOpen(probing: false): probe = true
-        }
-        if let rate = rules.rate {
-            s.rate = rate
-            if let next = s.takeToken(now: now, rate: rate) {
+        let busy = scan.foreignKeys.contains(key)
+        var s = states[key] ?? DestinationState()
+        switch book.verdict(s, busy: busy, probeInFlight: try probeInFlight(s), now: now) {
+        case .hold(let hold):
+            if case .throttled = hold {
+                book.waited(&s, now: now)
                 states[key] = s
                 changed.insert(key)
-                return hold(key, .throttled(until: next))
             }
-            changed.insert(key)
+            scan.hold(key, hold, counting: true)
+            return .skip
+        case .send(let probe):
+            if probe || rules.rate != nil || s.pausedUntil != nil {
+                book.take(&s, probe: probe, id: m.id, now: now)
+                states[key] = s
+                changed.insert(key)
+            }
+            if probe {
+                probes.insert(m.id)
+                // One probe at a time: the rest of this destination waits for it.
+                scan.hold(key, .probing, counting: false)
+            }
+            if room != nil { takenPerKey[key] = taken + 1 }
+            var x = m
+            try x.transition(to: .sending, event: "attempt", at: now)
+            x.lease = lease
+            faults.pass(.beforeSending)
+            originals[m.id] = r
+            return .take(EncodedMessage(updating: r, to: x))
         }
-        if probe {
-            s.probeUntil = probeLease
-            probes.insert(key)
-            held[key] = .probing
-            changed.insert(key)
-        }
-        states[key] = s
-        if room != nil { takenPerKey[key] = taken + 1 }
-        return .take(try prepare(m))
     }
 
-    private func hold(_ key: String, _ why: Hold) -> ClaimAnswer {
-        held[key] = why
-        heldCount[key, default: 0] += 1
-        switch why {
-        case .throttled(let until), .paused(let until):
-            wake = min(wake ?? until, until)
-        default: break
+    /// Whether the probe a state names is in flight with a live sender: this
+    /// process's own, or another's whose owner is alive (a killed prober's probe ends).
+    private func probeInFlight(_ s: DestinationState) throws(MsgError) -> Bool {
+        guard let id = s.probe, s.openUntil != nil else { return false }
+        if own.contains(id) { return true }
+        guard scan.foreign[id] != nil else { return false }
+        if let known = liveProbes[id] { return known }
+        var alive = false
+        if let lease = try session?.record(id)?.message.lease { alive = Owner.isAlive(lease, now: now) }
+        liveProbes[id] = alive
+        return alive
+    }
+
+    /// Reads the states of `keys` not read yet in this claim.
+    private func load(_ keys: Set<String>) throws(MsgError) {
+        let missing = keys.filter { states[$0] == nil && stored[$0] == nil }
+        guard !missing.isEmpty, let session else { return }
+        let found = try session.states(Set(missing))
+        for key in missing {
+            let s = found[key].map { DestinationState(text: $0) } ?? DestinationState()
+            stored[key] = s
+            states[key] = s
         }
-        return .skip
     }
 
     func finish() -> [String: String?] {
@@ -172,7 +176,7 @@ final class DestinationPlanner: ClaimPlanner {
             states[key] = s
             let before = stored[key]
             if s.isEmpty {
-                if before != nil { out[key] = .some(nil) }
+                if before.map({ !$0.isEmpty }) ?? false { out[key] = .some(nil) }
             } else if before != s {
                 out[key] = .some(s.text)
             }
@@ -180,15 +184,6 @@ final class DestinationPlanner: ClaimPlanner {
         return out
     }
 
-    /// `m` past its expiry: dead, with an `expired` event and error, never attempted.
-    static func expire(_ m: Message, now: Timestamp) throws(MsgError) -> Message {
-        var x = m
-        let failure = Message.Failure(code: "expired", message: "expired at \(m.expiresAt.map(\.description) ?? "?") before it could be sent",
-                                      retryable: false, at: now)
-        x.lease = nil
-        x.nextAttemptAt = nil
-        x.lastError = failure
-        try x.transition(to: .dead, event: "expired", at: now, error: failure)
-        return x
-    }
+    /// The states after this claim, for the keys it read.
+    var knownStates: [String: DestinationState] { states }
 }

@@ -11,8 +11,10 @@ public struct DestinationState: Sendable, Equatable {
     public var opens = 0
     /// Open until then; half-open after it, until a probe succeeds.
     public var openUntil: Timestamp?
-    /// A half-open probe is in flight until then (its lease).
-    public var probeUntil: Timestamp?
+    /// The id of the message sent as the half-open probe. It holds the destination
+    /// only while it is in flight with a live sender (``DestinationBook``): a probe
+    /// whose sender was killed ends when that is seen, not at its lease's end.
+    public var probe: String?
     /// The destination asked to wait until then (`rate_limited` with `retry_after`).
     public var pausedUntil: Timestamp?
     /// Tokens in the bucket (thousandths) at ``tokensAt``; nil: full.
@@ -33,14 +35,15 @@ public struct DestinationState: Sendable, Equatable {
     public enum Breaker: Sendable, Equatable {
         case closed
         case open(until: Timestamp)
-        /// The cool-down is over: one message may probe (unless one is in flight).
-        case halfOpen(probing: Bool)
+        /// The cool-down is over: one message may probe; `probe` is the one sent, if
+        /// any (whether it still holds the destination is ``DestinationBook``'s call).
+        case halfOpen(probe: String?)
     }
 
     public func breaker(at now: Timestamp) -> Breaker {
         guard let openUntil else { return .closed }
         if openUntil > now { return .open(until: openUntil) }
-        return .halfOpen(probing: probeUntil.map { $0 > now } ?? false)
+        return .halfOpen(probe: probe)
     }
 
     // MARK: The token bucket
@@ -104,7 +107,7 @@ public struct DestinationState: Sendable, Equatable {
         failures = 0
         opens = 0
         openUntil = nil
-        probeUntil = nil
+        probe = nil
         lastError = nil
         return wasOpen ? .closed : nil
     }
@@ -119,7 +122,7 @@ public struct DestinationState: Sendable, Equatable {
         opens += 1
         let until = now.adding(rules.coolDown(opens: opens))
         openUntil = until
-        probeUntil = nil
+        probe = nil
         return .opened(until: until, failures: failures)
     }
 
@@ -198,7 +201,7 @@ extension DestinationState {
         if failures > 0 { key("failures"); w.int(failures) }
         if opens > 0 { key("opens"); w.int(opens) }
         if let openUntil { key("open_until"); w.int(Int(openUntil.milliseconds)) }
-        if let probeUntil { key("probe_until"); w.int(Int(probeUntil.milliseconds)) }
+        if let probe { key("probe"); w.string(probe) }
         if let pausedUntil { key("paused_until"); w.int(Int(pausedUntil.milliseconds)) }
         if let milliTokens, let tokensAt {
             key("milli_tokens"); w.int(Int(milliTokens))
@@ -227,7 +230,7 @@ extension DestinationState {
         failures = v["failures"]?.intValue ?? 0
         opens = v["opens"]?.intValue ?? 0
         openUntil = time("open_until")
-        probeUntil = time("probe_until")
+        probe = v["probe"]?.stringValue
         pausedUntil = time("paused_until")
         if let t = v["milli_tokens"]?.intValue, let at = time("tokens_at") {
             milliTokens = Int64(t)

@@ -24,7 +24,7 @@ public struct Destinations {
     /// - Throws: store errors.
     public func list() throws(MsgError) -> [Entry] {
         var entries: [String: Entry] = [:]
-        for (k, text) in try store.destinationStates() { entries[k] = Entry(key: k, state: DestinationState(text: text)) }
+        for (k, text) in try store.destinationStates(nil) { entries[k] = Entry(key: k, state: DestinationState(text: text)) }
         try store.list(Query(statuses: [.queued, .failed, .sending])) { (r) throws(MsgError) -> Bool in
             let m = r.message
             let k = key.of(m)
@@ -49,7 +49,7 @@ public struct Destinations {
         case .open(let until):
             members.append(.init("breaker", .string("open")))
             time("next_probe", until)
-        case .halfOpen(let probing): members.append(.init("breaker", .string(probing ? "probing" : "half-open")))
+        case .halfOpen(let probe): members.append(.init("breaker", .string(probe != nil && e.sending > 0 ? "probing" : "half-open")))
         }
         members.append(.init("failures", .number(String(e.state.failures))))
         if let until = e.state.pausedUntil, until > now { time("paused_until", until) }
@@ -66,36 +66,27 @@ public struct Destinations {
         return .object(members)
     }
 
-    /// Why `m` is not going out now, or nil when it is due (or not waiting at all):
-    /// `held`, `expired`, `not_before`, `backoff`, `breaker`, `paused`, `throttled`,
-    /// `in_flight` (an older message of its destination is being sent).
+    /// Why `m` is not going out now, or nil when it is due (or not waiting at all),
+    /// as ``DestinationBook`` words it: `held`, `expired`, `not_before`, `backoff`,
+    /// `in_flight` (an older message of its destination is being sent), `paused`,
+    /// `breaker`, `throttled`.
     /// - Throws: store errors.
     public func why(_ m: Message, now: Timestamp = .now()) throws(MsgError) -> String? {
-        switch m.status {
-        case .held: return "held: msg queue release sends it"
-        case .queued, .failed: break
-        default: return nil
-        }
-        if let expires = m.expiresAt, expires <= now { return "expired at \(expires): the next flush marks it dead" }
-        if let t = m.notBefore, t > now { return "not_before: not sent before \(t)" }
-        if let t = m.nextAttemptAt, t > now { return "backoff: next attempt at \(t) (msg retry --now sends it now)" }
         let k = key.of(m)
         var busy = false
-        try store.list(Query(statuses: [.sending])) { (r) throws(MsgError) -> Bool in
-            busy = key.of(r.message) == k
-            return !busy
-        }
-        if busy { return "in_flight: another message to \(k) is being sent; one goes at a time" }
-        if let text = try store.destinationStates()[k] {
-            let s = DestinationState(text: text)
-            switch s.breaker(at: now) {
-            case .open(let until): return "breaker: \(k) is open until \(until) after \(s.failures) failures in a row"
-            case .halfOpen(true): return "breaker: a message is probing whether \(k) is back"
-            default: break
+        if key == .recipient {
+            busy = try store.count(Query(statuses: [.sending], to: k, limit: 1)) > 0
+        } else {
+            try store.list(Query(statuses: [.sending])) { (r) throws(MsgError) -> Bool in
+                busy = key.of(r.message) == k
+                return !busy
             }
-            if let until = s.pausedUntil, until > now { return "paused: \(k) asked to wait until \(until)" }
-            if let next = s.nextToken(at: now), let rate = s.rate { return "throttled: \(k) may take its next message at \(next) (\(rate))" }
         }
-        return nil
+        let state = try store.destinationStates([k])[k].map { DestinationState(text: $0) }
+        var probeInFlight = false
+        if let probe = state?.probe, let r = try store.get(probe)?.message, r.status == .sending, let lease = r.lease {
+            probeInFlight = Owner.isAlive(lease, now: now)
+        }
+        return DestinationBook(rules: DeliveryRules()).why(m, key: k, state: state, busy: busy, probeInFlight: probeInFlight, now: now)
     }
 }

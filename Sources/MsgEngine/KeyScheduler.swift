@@ -15,10 +15,7 @@ import Synchronization
 /// they were claimed. A destination whose slice had a failure is handed on only once
 /// its outcomes are recorded (its breaker may have opened).
 final class KeyScheduler: Sendable {
-    struct Item: Sendable {
-        let claimed: Flusher.Claimed
-        let key: String
-    }
+    typealias Item = Claimer.Claimed
 
     private struct State {
         /// Waiting messages in claim order; nil where one was taken.

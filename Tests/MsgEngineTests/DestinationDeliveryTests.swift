@@ -221,7 +221,7 @@ final class TracingTransport: Transport {
         handed = trace.state.withLock { $0.handed }
         #expect(Array(handed.suffix(4)) == down[6...].map(\.id))
         #expect(closed.sent == 4 && closed.heldBack == 0)
-        #expect(try restarted.destinationStates()["down"] == nil, "a closed breaker keeps no state")
+        #expect(try restarted.destinationStates(nil)["down"] == nil, "a closed breaker keeps no state")
     }
 
     @Test func aDestinationThatAsksForAPauseGetsNothingUntilThenAndNoAttemptIsUsed() throws {

@@ -102,7 +102,7 @@ import Testing
         #expect(try asideFiles(dir).count == 1, "the new store stayed where it is: \(listDirectory(dir))")
         #expect(SystemCalls.exists(path + "-wal"), "the new store's journal is still there")
         let reader = try loader.openStore("sqlite:\(path)", access: .read)
-        #expect(try reader.count(Query()) == 10, "every acknowledged record is in the queue")
+        for m in acknowledged { #expect(try reader.get(m.id) != nil, "every acknowledged record is in the queue") }
         #expect(reader.setAside().count == 1)
         _ = fresh
     }

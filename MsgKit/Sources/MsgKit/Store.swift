@@ -5,14 +5,14 @@
 ///
 /// ## Implementation requirements
 /// 1. **Durable before returning.** ``add(_:)``, ``update(_:)``, ``remove(_:)`` and
-///    ``claim(_:limit:_:)`` return only after their changes are on stable storage
+///    ``claimSession(_:)`` return only after their changes are on stable storage
 ///    (fsync or an equivalent commit). The host acknowledges records to users right
 ///    after, so a store that returns early loses acknowledged messages in a crash.
 /// 2. **One commit per call.** Every call is atomic: after a crash either all of its
 ///    changes are there or none. This is how the host batches (group commit).
 /// 3. **Compare-and-set.** ``update(_:)`` applies a change only if the stored status
-///    still equals ``Change/expected``; ``claim(_:limit:_:)`` selects and changes in one
-///    atomic step. Two processes can then never both move one message on.
+///    still equals ``Change/expected``; a ``claimSession(_:)`` selects and changes in
+///    one atomic step. Two processes can then never both move one message on.
 /// 4. **Several processes.** Two processes may open the same store at once; each
 ///    call must see the other's committed changes.
 /// 5. **FIFO.** Listing order is `created_at`, then `id`.
@@ -27,10 +27,12 @@
 ///    mistake); ``setAside()`` names such files while they remain.
 /// 10. **A damaged record is not a damaged store.** Stored text that no longer reads
 ///    as a record (``EncodedMessage/init(stored:historyOffset:)`` throws) is given by
-///    ``get(_:)``, ``list(_:_:)`` and ``claim(_:limit:_:)`` as
-///    ``EncodedMessage/damaged(id:to:createdAt:text:error:now:)``; a claim (write
-///    access) stores it so, in the same commit, and passes it to `transform`, whose
-///    answer for it is ignored. Every other record keeps flowing.
+///    ``get(_:)``, ``list(_:_:)`` and a claim's candidates as
+///    ``EncodedMessage/damaged(id:to:createdAt:text:error:now:)``; a claim stores it
+///    so, in the same commit (``ClaimLoop``). Every other record keeps flowing.
+/// 11. **One claim.** ``claimSession(_:)`` gives the reads and the write a claim
+///    needs (``ClaimSession``, with its own requirements); the claim itself is
+///    ``ClaimLoop``, the same for every store.
 public protocol Store: AnyObject {
     /// Stores the records whose id is not stored yet, in one durable commit. A store
     /// that keeps JSON text should keep `json` as it is: it is the canonical text.
@@ -71,35 +73,56 @@ public protocol Store: AnyObject {
     /// - Throws: `storeIO`, `corrupt`.
     func remove(_ removals: [Removal]) throws(MsgError) -> [Bool]
 
-    /// Atomically selects up to `limit` records matching `query` in FIFO order, passes each
-    /// to `transform`, and stores those it returns (nil: leave the record alone), in one
-    /// durable commit. While one call runs, no other process can select the same records,
-    /// which is what makes leases safe.
-    /// - Returns: the stored results of `transform` with the text stored for each (a
-    ///   caller printing them writes those bytes, not a new encoding), in FIFO order.
-    /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
-    func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage]
+    /// Runs `body` as one atomic step that no other process interleaves with: what
+    /// it stores through the session is committed, durably, when it returns, and
+    /// nothing when it throws.
+    /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
+    func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R
 
-    /// A claim by destination: in one atomic step that no other process can interleave
-    /// with, shows `planner` the stored destination states and the records in flight,
-    /// stores the records it takes from those matching the request (see
-    /// ``ClaimPlanner`` for the order of calls) and the states it changed.
-    /// - Returns: the stored records taken, with their text, in FIFO order.
-    /// - Throws: `storeIO`, `corrupt`, or what the planner throws (then nothing is stored).
-    func claim(_ request: ClaimRequest, _ planner: any ClaimPlanner) throws(MsgError) -> [EncodedMessage]
-
-    /// The destination states stored (key to text), for `msg destinations`.
+    /// The destination states stored (key to text) for `keys`, or all of them when
+    /// nil, for `msg destinations` and `msg queue show`.
     /// - Throws: `storeIO`, `corrupt`.
-    func destinationStates() throws(MsgError) -> [String: String]
+    func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String]
+
+    /// A number that changes when another process commits a change to the queue, read
+    /// without touching the records (`flush --watch` looks every few milliseconds);
+    /// nil when the store cannot tell cheaply. The default is nil.
+    /// - Throws: `storeIO`, `corrupt`.
+    func changeToken() throws(MsgError) -> UInt64?
+
+    /// The earliest time after `now` at which a record with one of `statuses`
+    /// becomes due (its `not_before` or `next_attempt_at`), or nil. The default
+    /// reads every such record; a store with an index answers from it.
+    /// - Throws: `storeIO`, `corrupt`.
+    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp?
 
     /// The damaged files this store (or an earlier run) set aside that are still beside
     /// it, oldest first. While there are any, the queue started afresh without the
     /// messages they hold: the host says so on every command. The default is none.
     func setAside() -> [String]
+
+    /// Lines for the user since the last call, one fact each, such as a torn last
+    /// line of a file that was cut off and kept aside: the host says them on
+    /// standard error (after opening the store and after each claim). The default
+    /// is none.
+    func takeNotices() -> [String]
 }
 
 extension Store {
     public func setAside() -> [String] { [] }
+
+    public func takeNotices() -> [String] { [] }
+
+    public func changeToken() throws(MsgError) -> UInt64? { nil }
+
+    public func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? {
+        var earliest: Timestamp?
+        try list(Query(statuses: statuses)) { (r) throws(MsgError) -> Bool in
+            if let due = r.message.dueAt, due > now, earliest.map({ due < $0 }) ?? true { earliest = due }
+            return true
+        }
+        return earliest
+    }
 
     /// Stores messages, encoding them first. See ``add(_:)-([EncodedMessage])``.
     /// - Throws: `storeIO`, `corrupt`.

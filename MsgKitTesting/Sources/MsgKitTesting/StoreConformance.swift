@@ -228,7 +228,7 @@ public enum StoreConformance {
             c.expectEqual(try reopened.get(Fixtures.message(5).id)?.message.body, "round 9", "last change kept")
         }
 
-        destinationScenarios(&runner, fresh: fresh, open: open)
+        claimScenarios(&runner, fresh: fresh, open: open)
         if !runner.failures.isEmpty { throw ConformanceFailures(failures: runner.failures) }
     }
 }

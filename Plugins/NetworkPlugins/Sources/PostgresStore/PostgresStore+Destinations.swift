@@ -1,93 +1,47 @@
 import MsgKit
 import PostgresNIO
 
-/// The per-destination claim (``Store/claim(_:_:)``) and the `destinations` table.
+/// The one claim (``Store/claimSession(_:)``) and the `destinations` table.
 extension PostgresStore {
-    public func claim(_ request: ClaimRequest, _ planner: any ClaimPlanner) throws(MsgError) -> [EncodedMessage] {
+    /// One transaction under a transaction-scoped advisory lock on the queue: one
+    /// claim at a time on every host, so each sees the others' `sending` rows (a
+    /// destination's order needs that); outcomes and other writes do not take it.
+    public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try writable()
         let schema = db.address.schema
-        return try db.transaction("claiming messages") { () throws(MsgError) in
-            // One planner at a time per queue, on every host: a destination's order
-            // needs each claim to see the `sending` rows the others committed.
+        return try db.transaction("claiming messages") { () throws(MsgError) -> R in
             try db.query("SELECT pg_advisory_xact_lock(hashtext('msg claim'), hashtext(\(schema)))", "waiting for the claim lock")
-            try planner.begin(states: try readStates())
-            if !request.busy.isEmpty {
-                // Ids and recipients only: most rows in flight are the caller's own,
-                // and it needs no more of them.
-                let rows = try db.query(PostgresFilter(Query(statuses: request.busy)).select("id, recipient", from: table, limit: nil),
-                                        "reading the messages in flight")
-                var busy: [(id: String, to: String)] = []
-                for row in rows {
-                    do {
-                        busy.append(try row.decode((String, String).self))
-                    } catch {
-                        throw Self.corrupt("a message in flight", error)
-                    }
-                }
-                for (id, to) in busy {
-                    planner.busy(id: id, to: to, record: {
-                        (try? get(id))??.message
-                            ?? EncodedMessage.damaged(id: id, to: to, createdAt: .now(), text: [],
-                                                      error: MsgError(.storeIO, "it could not be read"), now: .now()).message
-                    })
-                }
-            }
-            var filter = PostgresFilter(request.query)
-            var taken: [Message] = []
-            var expected: [Status] = []
-            var damaged: [EncodedMessage] = []
-            var damagedExpected: [Status] = []
-            var scanned = 0
-            var more = request.limit > 0
-            while more && taken.count < request.limit && scanned < request.scanLimit {
-                let want = min(request.scanLimit - scanned, Self.page)
-                let rows = try db.query(filter.select(StoredRow.columns, from: table, limit: want), "claiming messages")
-                var n = 0
-                var last: (Int64, String)?
-                for row in rows {
-                    n += 1
-                    let stored = try StoredRow(row)
-                    last = (stored.createdAt, stored.id)
-                    guard more && taken.count < request.limit else { continue }
-                    let m = stored.record().message
-                    let answer = try planner.consider(m)
-                    if m.isDamaged && stored.status != Status.dead.rawValue {
-                        if let status = Status(rawValue: stored.status) {
-                            damaged.append(EncodedMessage(m))
-                            damagedExpected.append(status)
-                        }
-                        continue
-                    }
-                    if case .take(let x) = answer {
-                        taken.append(x)
-                        expected.append(m.status)
-                    }
-                    if answer == .stop { more = false }
-                }
-                scanned += n
-                guard n == want, let last else { break }
-                filter.after(createdAt: last.0, id: last.1)
-            }
-            if !damaged.isEmpty {
-                try db.query(RowColumns(damaged, expected: damagedExpected).update(table), "setting aside \(damaged.count) damaged records")
-            }
-            try writeStates(planner.finish())
-            if taken.isEmpty { return [] }
-            let encoded = taken.map { EncodedMessage($0) }
-            let rows = try db.query(RowColumns(encoded, expected: expected).update(table), "claiming \(taken.count) messages")
-            let applied = try Self.applied(taken.map(\.id), rows, "claiming messages")
-            return zip(encoded, applied).filter(\.1).map(\.0)
+            return try body(PostgresClaimSession(self))
         }
     }
 
-    public func destinationStates() throws(MsgError) -> [String: String] {
-        try readStates()
+    public func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {
+        try readStates(keys)
     }
 
-    private var destinationsTable: String { "\(db.address.schema).destinations" }
+    public func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? {
+        var b = PostgresBindings()
+        b.append(statuses.map(\.rawValue).sorted())
+        b.append(now.milliseconds)
+        let rows = try db.query(PostgresQuery(unsafeSQL: "SELECT min(due_at) FROM \(table) WHERE status = ANY($1) AND due_at > $2", binds: b),
+                                "reading the next due time")
+        guard let row = rows.first, let ms = try? row.decode(Int64?.self) else { return nil }
+        return Timestamp(milliseconds: ms)
+    }
 
-    private func readStates() throws(MsgError) -> [String: String] {
-        let rows = try db.query(PostgresQuery(unsafeSQL: "SELECT key, state FROM \(destinationsTable)"), "reading destination states")
+    var destinationsTable: String { "\(db.address.schema).destinations" }
+
+    func readStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {
+        let query: PostgresQuery
+        if let keys {
+            if keys.isEmpty { return [:] }
+            var b = PostgresBindings()
+            b.append(keys.sorted())
+            query = PostgresQuery(unsafeSQL: "SELECT key, state FROM \(destinationsTable) WHERE key = ANY($1)", binds: b)
+        } else {
+            query = PostgresQuery(unsafeSQL: "SELECT key, state FROM \(destinationsTable)")
+        }
+        let rows = try db.query(query, "reading destination states")
         var states: [String: String] = [:]
         for row in rows {
             do {
@@ -100,7 +54,7 @@ extension PostgresStore {
         return states
     }
 
-    private func writeStates(_ states: [String: String?]) throws(MsgError) {
+    func writeStates(_ states: [String: String?]) throws(MsgError) {
         let set = states.compactMap { k, v in v.map { (k, $0) } }
         let removed = states.filter { $0.value == nil }.map(\.key)
         if !set.isEmpty {
@@ -117,5 +71,53 @@ extension PostgresStore {
             b.append(removed)
             try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(destinationsTable) WHERE key = ANY($1)", binds: b), "storing destination states")
         }
+    }
+}
+
+/// One claim inside the transaction of ``PostgresStore/claimSession(_:)``.
+final class PostgresClaimSession: ClaimSession {
+    private let store: PostgresStore
+
+    init(_ store: PostgresStore) { self.store = store }
+
+    /// Ids and recipients of the rows `sending` (never nil: another host may have
+    /// changed them, and the server does not say cheaply).
+    func inFlight() throws(MsgError) -> [InFlight]? {
+        let rows = try store.db.query(PostgresFilter(Query(statuses: [.sending])).select("id, recipient", from: store.table, limit: nil),
+                                      "reading the messages in flight")
+        var out: [InFlight] = []
+        for row in rows {
+            do {
+                let (id, to) = try row.decode((String, String).self)
+                out.append(InFlight(id: id, to: to))
+            } catch {
+                throw PostgresStore.corrupt("a message in flight", error)
+            }
+        }
+        return out
+    }
+
+    func record(_ id: String) throws(MsgError) -> EncodedMessage? { try store.get(id) }
+
+    func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try store.readStates(keys) }
+
+    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
+        var filter = PostgresFilter(query)
+        if let position { filter.after(createdAt: position.createdAt.milliseconds, id: position.id) }
+        if !skipping.isEmpty { filter.add("recipient <> ALL($)", skipping.sorted()) }
+        let rows = try store.db.query(filter.select(StoredRow.columns, from: store.table, limit: limit), "claiming messages")
+        var out: [ClaimRow] = []
+        for row in rows {
+            let stored = try StoredRow(row)
+            guard let status = Status(rawValue: stored.status) else { continue }
+            out.append(ClaimRow(record: stored.record(), status: status))
+        }
+        return out
+    }
+
+    func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
+        let applied = try store.update(changes)
+        try store.writeStates(states)
+        return applied
     }
 }

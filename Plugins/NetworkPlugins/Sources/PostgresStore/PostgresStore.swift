@@ -135,58 +135,6 @@ public final class PostgresStore: Store {
         return try Self.applied(removals.map(\.id), rows, "removing messages")
     }
 
-    public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
-        if limit <= 0 { return [] }
-        try writable()
-        return try db.transaction("claiming messages") { () throws(MsgError) in
-            var filter = PostgresFilter(query)
-            var taken: [Message] = []
-            var expected: [Status] = []
-            var damaged: [EncodedMessage] = []
-            var damagedExpected: [Status] = []
-            // Rows another worker has locked are skipped, not waited for: that worker
-            // is claiming them and will have moved them on when it commits. Rows the
-            // transform leaves alone stay locked until the commit, so the next page
-            // starts after the last row read. A damaged record is stored as such (dead)
-            // in the same commit (Store, requirement 10).
-            while taken.count < limit {
-                let want = min(max(limit - taken.count, 1), Self.page)
-                let rows = try db.query(filter.select(StoredRow.columns, from: table, limit: want, suffix: " FOR UPDATE SKIP LOCKED"),
-                                        "claiming messages")
-                var n = 0
-                var last: (Int64, String)?
-                for row in rows {
-                    n += 1
-                    let stored = try StoredRow(row)
-                    let m = stored.record().message
-                    last = (stored.createdAt, stored.id)
-                    if m.isDamaged && stored.status != Status.dead.rawValue {
-                        _ = try transform(m)
-                        if let status = Status(rawValue: stored.status) {
-                            damaged.append(EncodedMessage(m))
-                            damagedExpected.append(status)
-                        }
-                        continue
-                    }
-                    if taken.count < limit, let changed = try transform(m) {
-                        taken.append(changed)
-                        expected.append(m.status)
-                    }
-                }
-                guard n == want, let last else { break }
-                filter.after(createdAt: last.0, id: last.1)
-            }
-            if !damaged.isEmpty {
-                try db.query(RowColumns(damaged, expected: damagedExpected).update(table), "setting aside \(damaged.count) damaged records")
-            }
-            if taken.isEmpty { return [] }
-            let encoded = taken.map { EncodedMessage($0) }
-            let rows = try db.query(RowColumns(encoded, expected: expected).update(table), "claiming \(taken.count) messages")
-            let applied = try Self.applied(taken.map(\.id), rows, "claiming messages")
-            return zip(encoded, applied).filter(\.1).map(\.0)
-        }
-    }
-
     /// - Throws: `storeIO` when this store was opened for reading only.
     func writable() throws(MsgError) {
         guard access == .write else { throw MsgError(.storeIO, "the queue in \(table) was opened for reading only") }

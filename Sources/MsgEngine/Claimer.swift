@@ -1,0 +1,162 @@
+import MsgKit
+
+/// What a run takes from the store and gives back (docs/DESIGN.md 6): claims in
+/// FIFO order under a lease through a ``DestinationPlanner``, the run's lessons
+/// about its destinations, what it has in flight, and put-backs.
+final class Claimer {
+    /// A claimed record, the record as it was before (to put back), whether it is a
+    /// breaker's probe.
+    struct Claimed: Sendable {
+        let record: EncodedMessage
+        let original: EncodedMessage
+        let key: String
+        let probe: Bool
+    }
+
+    /// What one claim gave.
+    struct Round {
+        var taken: [Claimed] = []
+        var expired: [EncodedMessage] = []
+        var notices: [String] = []
+        var damaged: [String] = []
+    }
+
+    let store: any Store
+    let book: DestinationBook
+    let options: Flusher.Options
+    let faults: FaultPoints
+    let clock: @Sendable () -> Timestamp
+    let scan = ClaimScan()
+
+    /// Claimed and not yet recorded: ids, and per destination how many.
+    private(set) var inFlight: Set<String> = []
+    private var pendingPerKey: [String: Int] = [:]
+    /// Outcomes' lessons not yet in the store, and the states as this run knows them.
+    private var lessons: [(key: String, lesson: DestinationBook.Lesson)] = []
+    private(set) var known: [String: DestinationState] = [:]
+    /// A held destination had an outcome: the scan starts again.
+    private var freed = false
+    /// Retry takes each message once per run.
+    private var attempted: Set<String> = []
+    private let remember: Bool
+
+    init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp) {
+        self.store = store
+        self.book = DestinationBook(rules: options.rules)
+        self.options = options
+        self.faults = faults
+        self.clock = clock
+        // Only when `failed` is taken (retry), or ids are given, could one run pick a
+        // message up twice: only then is each remembered.
+        remember = options.statuses.contains(.failed) || options.targets != nil
+    }
+
+    /// The most messages of one destination claimed and not recorded; nil with one worker.
+    var maxPerKey: Int? { options.concurrency > 1 ? max(1, options.batchSize * 2 / options.concurrency) : nil }
+
+    /// Takes up to `limit` due messages, recording them `sending` in one commit with
+    /// the lessons learnt since the last claim.
+    func claim(limit: Int) throws(MsgError) -> Round {
+        let now = clock()
+        let token = try store.changeToken()
+        if scan.mustRewind(token: token, freed: freed, at: now) { scan.rewind() }
+        freed = false
+        var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
+        if let targets = options.targets { query.ids = Set(targets) }
+        let leaseLength = MsgDuration(milliseconds: max(60_000, options.deadline.milliseconds * Int64(options.batchSize) * 2))
+        let maxPerKey = self.maxPerKey
+        let planner = DestinationPlanner(
+            book: book, scan: scan, now: now, lease: Owner.lease(now: now, duration: leaseLength), lessons: lessons, own: inFlight,
+            room: maxPerKey.map { most in { [unowned self] key in most - (self.pendingPerKey[key] ?? 0) } },
+            attempted: { [remember, attempted] id in remember && attempted.contains(id) }, faults: faults)
+        let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
+        lessons = []
+        for (key, s) in planner.knownStates { known[key] = s }
+        scan.advance(to: result.position)
+        scan.token = token
+        if result.reachedEnd || result.taken.isEmpty {
+            scan.nextDue = options.ignoreDue ? nil : try store.nextDue(options.statuses, after: now)
+        }
+        var round = Round(notices: planner.notices, damaged: planner.damaged)
+        for line in store.takeNotices() { round.notices.append(line) }
+        for r in result.taken {
+            if remember { attempted.insert(r.message.id) }
+            if r.message.status == .dead {
+                round.expired.append(r)
+                continue
+            }
+            let key = options.rules.key.of(r.message)
+            inFlight.insert(r.message.id)
+            if maxPerKey != nil { pendingPerKey[key, default: 0] += 1 }
+            round.taken.append(Claimed(record: r, original: planner.originals[r.message.id] ?? r, key: key,
+                                       probe: planner.probes.contains(r.message.id)))
+        }
+        if !result.taken.isEmpty { faults.pass(.afterSending, count: result.taken.count) }
+        return round
+    }
+
+    /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
+    /// - Returns: lines for stderr.
+    func storeLessons() throws(MsgError) -> [String] {
+        guard !lessons.isEmpty else { return [] }
+        return try claim(limit: 0).notices
+    }
+
+    /// A message's outcome (or put-back) is recorded: it is no longer in flight.
+    func forget(_ id: String, key: String) {
+        inFlight.remove(id)
+        if maxPerKey != nil, let n = pendingPerKey[key] { pendingPerKey[key] = n > 1 ? n - 1 : nil }
+        // A hold that ends by itself (a pause, a cool-down) is woken by its time.
+        if let hold = scan.held[key], hold.until == nil { freed = true }
+    }
+
+    /// Notes what an outcome says about its destination: for the store at the next
+    /// claim, and for this run at once.
+    func learn(_ outcome: DeliveryOutcome, of c: Claimed, now: Timestamp) {
+        // With every message its own destination there is nothing to learn; nor from a
+        // success at a destination with nothing to forget (the common case, kept cheap).
+        if options.rules.key == .id { return }
+        if case .delivered = outcome, !c.probe, known.isEmpty || (known[c.key]?.isEmpty ?? true) { return }
+        for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
+            lessons.append((c.key, lesson))
+            var s = known[c.key] ?? DestinationState()
+            _ = book.learn(lesson, into: &s, key: c.key, now: now)
+            known[c.key] = s
+        }
+    }
+
+    /// Whether what waits for `key` must go back untouched: its breaker opened or it
+    /// asked for a pause. Then the scan holds it too, until the hold ends.
+    func putsBack(_ key: String) -> Bool {
+        guard let s = known[key] else { return false }
+        guard case .hold(let hold) = book.verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
+        scan.hold(key, hold, counting: false)
+        return true
+    }
+
+    /// Puts claimed messages back exactly as they were before their claim.
+    /// - Returns: how many were put back.
+    func putBack(_ items: [Claimed]) throws(MsgError) -> Int {
+        guard !items.isEmpty else { return 0 }
+        let applied = try store.update(items.map { Change($0.original, expected: .sending) })
+        for item in items { forget(item.record.message.id, key: item.key) }
+        return applied.filter { $0 }.count
+    }
+
+    /// Whether the run took `id` (for the ids it was given).
+    func took(_ id: String) -> Bool { attempted.contains(id) }
+
+    /// The destinations this scan holds, with how many messages wait for each: counted
+    /// in the store per recipient (the scan skipped most of them unread).
+    func holds() throws(MsgError) -> [(key: String, hold: DestinationBook.Hold, waiting: Int)] {
+        var out: [(key: String, hold: DestinationBook.Hold, waiting: Int)] = []
+        for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) {
+            var n = scan.heldCount[key] ?? 0
+            if options.rules.key == .recipient {
+                n = try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))
+            }
+            out.append((key, hold, n))
+        }
+        return out
+    }
+}

@@ -1,0 +1,218 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Dispatch
+import MsgKit
+import Synchronization
+
+/// The delivery workers of a run and the scheduler they take from: claimed
+/// messages go in (``add(_:)``), outcomes come out (``receive(milliseconds:)``).
+///
+/// Each worker has a transport of its own and takes slices from the
+/// ``KeyScheduler``, each destination's messages in FIFO order, one destination
+/// held by one worker at a time. A worker delivers a slice, works out each
+/// message's new record from its outcome (spliced, on the worker's thread) and
+/// hands back the changes; a message past its expiry is not handed to the
+/// transport but made dead. Slices are sized to take about 250 ms
+/// (``SliceSizer``), and the stop request is asked between them.
+final class Dispatcher {
+    /// What a worker hands back for one slice: the changes that record outcomes (or
+    /// put messages back), each one's outcome, and the destinations that failed.
+    struct Outcomes: Sendable {
+        var items: [Claimer.Claimed]
+        var changes: [Change]
+        var outcomes: [DeliveryOutcome?]
+        /// The destinations with a failure: handed on only after this is recorded.
+        var failedKeys: Set<String>
+    }
+
+    /// What every worker needs besides its transport.
+    struct Delivery: Sendable {
+        let policy: RetryPolicy
+        let faults: FaultPoints
+        let clock: @Sendable () -> Timestamp
+        let unit: @Sendable () -> Double
+        let deadline: MsgDuration
+        let batchSize: Int
+        let stop: StopRequest
+        /// A `config` outcome: the transport cannot deliver as configured; the run stops.
+        let misconfigured: FirstError
+        let progress: Progress?
+        let delivered: Counter
+    }
+
+    let scheduler: KeyScheduler
+    private let results: Channel<Outcomes>
+    private let workers = DispatchGroup()
+
+    /// Starts one worker per transport.
+    init(transports: [any Transport], delivery: Delivery) {
+        scheduler = KeyScheduler(workers: transports.count)
+        results = Channel<Outcomes>(capacity: transports.count + 1)
+        for t in transports { start(SerializedTransport(t), delivery) }
+    }
+
+    /// Hands claimed messages to the workers.
+    func add(_ items: [Claimer.Claimed]) { scheduler.add(items) }
+
+    /// Destinations failing lately, handed out one message at a time (so a breaker
+    /// sees each outcome); kept here too so a success costs no lock when none is.
+    private var cautious: Set<String> = []
+
+    /// Marks `key` as failing lately or not.
+    func setCautious(_ key: String, _ failing: Bool) {
+        if failing {
+            if cautious.insert(key).inserted { scheduler.setCautious(key, true) }
+        } else if !cautious.isEmpty, cautious.remove(key) != nil {
+            scheduler.setCautious(key, false)
+        }
+    }
+
+    /// The next outcomes, waiting at most `milliseconds` (nil: as long as it takes).
+    func receive(milliseconds: Int64? = nil) -> Outcomes? {
+        guard let milliseconds else { return results.receive() }
+        return results.receive(milliseconds: milliseconds)
+    }
+
+    /// Ends the workers. Also when a store error ends the run: a worker blocked
+    /// handing back its outcomes is let go (they are dropped; its messages stay
+    /// `sending` for recover, as after a crash).
+    func close() {
+        scheduler.close()
+        results.close()
+        workers.wait()
+    }
+
+    private func start(_ transport: SerializedTransport, _ d: Delivery) {
+        let parallelism = transport.parallelism
+        let scheduler = self.scheduler
+        let results = self.results
+        let group = workers
+        group.enter()
+        DispatchQueue(label: "msg.delivery").async {
+            defer { group.leave() }
+            var sizer = SliceSizer(maximum: d.batchSize)
+            while let slice = scheduler.take(size: parallelism > 1 ? parallelism : sizer.size, parallelism: parallelism) {
+                let out: Outcomes
+                if d.stop.reason != nil || d.misconfigured.error != nil {
+                    // Not attempted: back as it was.
+                    out = Outcomes(items: slice, changes: slice.map { Change($0.original, expected: .sending) },
+                                   outcomes: Array(repeating: nil, count: slice.count), failedKeys: [])
+                } else {
+                    out = Self.deliver(slice, transport, d, &sizer)
+                }
+                // Held until recorded when failed; the rest may go on at once.
+                if scheduler.shared {
+                    scheduler.done(Set(slice.map(\.key)).subtracting(out.failedKeys))
+                } else {
+                    scheduler.hold(out.failedKeys)
+                }
+                results.send(out)
+            }
+        }
+    }
+
+    /// Delivers one slice and works out its changes.
+    private static func deliver(_ slice: [Claimer.Claimed], _ transport: SerializedTransport, _ d: Delivery,
+                                _ sizer: inout SliceSizer) -> Outcomes {
+        let now = d.clock()
+        let live = slice.filter { item in item.record.message.expiresAt.map { $0 > now } ?? true }
+        let records = live.map(\.record)
+        var got: [DeliveryOutcome] = []
+        if !records.isEmpty {
+            let started = Monotonic.milliseconds()
+            got = transport.deliver(records, deadline: d.deadline)
+            sizer.observe(count: records.count, elapsed: MsgDuration(milliseconds: Monotonic.milliseconds() - started))
+            d.faults.pass(.afterDelivery, count: records.count)
+        }
+        if got.count < records.count {
+            // A transport that forgot some messages: they may or may not have gone out,
+            // so they fail retryably (the transport's dedup by id keeps it once).
+            let missing = MsgError(.remote, "the transport reported no outcome for this message")
+            got += Array(repeating: .failed(missing, retryAfter: nil), count: records.count - got.count)
+        }
+        // A `config` failure: nothing can go out as configured. That message and the
+        // rest are put back unattempted (Transport requirement 4).
+        var cut = records.count
+        if let i = got.prefix(records.count).firstIndex(where: isMisconfiguration) {
+            if case .failed(let error, _) = got[i] { d.misconfigured.keep(error) }
+            cut = i
+        }
+        let done = d.clock()
+        var out = Outcomes(items: [], changes: [], outcomes: [], failedKeys: [])
+        var next = 0
+        for item in slice {
+            let m = item.record.message
+            if let expires = m.expiresAt, expires <= now {
+                if let dead = try? DestinationBook.expire(m, now: now) {
+                    out.items.append(item)
+                    out.changes.append(Change(EncodedMessage(updating: item.record, to: dead), expected: .sending))
+                    out.outcomes.append(nil)
+                }
+                continue
+            }
+            defer { next += 1 }
+            guard next < cut else {
+                out.items.append(item)
+                out.changes.append(Change(item.original, expected: .sending))
+                out.outcomes.append(nil)
+                continue
+            }
+            var x = m
+            do throws(MsgError) {
+                try d.policy.apply(got[next], to: &x, now: done, unit: d.unit())
+            } catch {
+                continue  // not sending any more: nothing to record (cannot happen)
+            }
+            out.items.append(item)
+            out.changes.append(Change(EncodedMessage(updating: item.record, to: x), expected: .sending))
+            out.outcomes.append(got[next])
+            if case .failed = got[next] { out.failedKeys.insert(item.key) }
+        }
+        d.progress?.update(d.delivered.add(records.count))
+        return out
+    }
+
+    /// Whether an outcome says the transport cannot deliver anything as configured.
+    static func isMisconfiguration(_ outcome: DeliveryOutcome) -> Bool {
+        if case .failed(let error, _) = outcome, error.code == .config { return true }
+        return false
+    }
+}
+
+/// A transport that may be handed to another thread.
+///
+/// `@unchecked Sendable` is safe here because every use of the transport goes
+/// through `lock`, so no two threads ever run its methods at once (each delivery
+/// worker has a transport of its own, so the lock is never contended).
+final class SerializedTransport: @unchecked Sendable {
+    private let lock = Mutex(())
+    private let transport: any Transport
+
+    /// Read once: it does not change.
+    let parallelism: Int
+
+    init(_ transport: any Transport) {
+        self.transport = transport
+        parallelism = max(1, transport.parallelism)
+    }
+
+    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
+        lock.withLock { _ in transport.deliver(records, deadline: deadline) }
+    }
+}
+
+/// The first error kept by any thread.
+final class FirstError: Sendable {
+    private let value = Mutex<MsgError?>(nil)
+    var error: MsgError? { value.withLock { $0 } }
+    func keep(_ error: MsgError) { value.withLock { $0 = $0 ?? error } }
+    func clear() { value.withLock { $0 = nil } }
+}
+
+/// A count shared by the delivery threads (the progress line).
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    /// Adds `n`. - Returns: the new total.
+    func add(_ n: Int) -> Int { value.withLock { $0 += n; return $0 } }
+}
