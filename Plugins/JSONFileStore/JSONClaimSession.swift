@@ -31,6 +31,10 @@ final class JSONClaimSession: ClaimSession {
         tx.get(id).map { EncodedMessage($0) }
     }
 
+    func hasStates() throws(MsgError) -> Bool {
+        !destinations.isEmpty || tx.destinations.values.contains { $0 != nil }
+    }
+
     func states(_ keys: Set<String>) throws(MsgError) -> [String: String] {
         var found: [String: String] = [:]
         for key in keys {

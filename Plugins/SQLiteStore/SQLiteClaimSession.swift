@@ -34,9 +34,25 @@ final class SQLiteClaimSession: ClaimSession {
         try store.fetch(id)
     }
 
+    func hasStates() throws(MsgError) -> Bool {
+        try readAll()
+        return allStates.map { !$0.isEmpty } ?? true
+    }
+
     /// Per key; all at once when the table holds few (the common case: none).
     func states(_ keys: Set<String>) throws(MsgError) -> [String: String] {
         if keys.isEmpty { return [:] }
+        try readAll()
+        if let allStates {
+            var found: [String: String] = [:]
+            for key in keys { if let state = allStates[key] { found[key] = state } }
+            return found
+        }
+        return try store.readStates(keys)
+    }
+
+    /// Reads every state once per claim when there are at most 256.
+    private func readAll() throws(MsgError) {
         if !readAllStates {
             readAllStates = true
             let s = try db.statement("SELECT key, state FROM destinations LIMIT 257")
@@ -47,12 +63,6 @@ final class SQLiteClaimSession: ClaimSession {
             s.reset()
             if all.count <= 256 { allStates = all }
         }
-        if let allStates {
-            var found: [String: String] = [:]
-            for key in keys { if let state = allStates[key] { found[key] = state } }
-            return found
-        }
-        return try store.readStates(keys)
     }
 
     func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {

@@ -235,8 +235,13 @@ public final class SQLiteStore: Store {
     /// cheaper than the id's text). `recipient` is left out of the update unless it
     /// changed (`queue edit`): an indexed column named in a SET is re-indexed.
     func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
-        let byRow = rowids.removeValue(forKey: r.message.id)
-        let s = try db.statement(byRow == nil ? Self.updateByID : Self.updateByRow)
+        // Kept while the record is in flight: its outcome is stored by the same rowid.
+        let byRow = rowids.isEmpty ? nil : (r.message.status == .sending ? rowids[r.message.id] : rowids.removeValue(forKey: r.message.id))
+        // Kept apart from the statement cache: its lookup hashes the whole SQL text.
+        if updateStatements == nil {
+            updateStatements = (try db.statement(Self.updateByID), try db.statement(Self.updateByRow))
+        }
+        let s = byRow == nil ? updateStatements!.byID : updateStatements!.byRow
         s.reset()
         s.bind(11, expected.rawValue)
         if let byRow { s.bind(12, byRow) }
@@ -256,6 +261,9 @@ public final class SQLiteStore: Store {
     private static let updateByID = "UPDATE messages SET \(set) WHERE id = ?1 AND status = ?11 AND recipient = ?3"
     private static let updateByRow = "UPDATE messages SET \(set) WHERE rid = ?12 AND id = ?1 AND status = ?11 AND recipient = ?3"
     private static let updateWithRecipient = "UPDATE messages SET recipient = ?3, \(set) WHERE id = ?1 AND status = ?11"
+
+    /// The two updates of ``replace(_:expected:)``.
+    private var updateStatements: (byID: SQLiteStatement, byRow: SQLiteStatement)?
 
     /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:)``.
     var rowids: [String: Int64] = [:]

@@ -27,6 +27,8 @@ final class DestinationPlanner: ClaimPlanner {
     /// Probes in flight with a live sender, by id, as found in this claim.
     private var liveProbes: [String: Bool] = [:]
     private var session: (any ClaimSession)?
+    /// Whether any destination has a state (most queues: none); states are read only then.
+    private var hasStates = true
 
     /// Lines for stderr (breakers opened and closed), damaged records met, probes taken.
     private(set) var notices: [String] = []
@@ -52,6 +54,8 @@ final class DestinationPlanner: ClaimPlanner {
 
     func begin(_ session: any ClaimSession) throws(MsgError) {
         self.session = session
+        hasStates = !lessons.isEmpty
+        if !hasStates { hasStates = try session.hasStates() }
         // Records in flight elsewhere hold their destinations (one at a time, in
         // every process); nil: nobody else changed the queue since the last claim.
         if let inFlight = try session.inFlight() {
@@ -78,9 +82,11 @@ final class DestinationPlanner: ClaimPlanner {
     }
 
     func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
-        var keys = Set<String>()
-        for row in rows { keys.insert(rules.key.of(row.record.message)) }
-        try load(keys)
+        if hasStates || rules.rate != nil {
+            var keys = Set<String>()
+            for row in rows { keys.insert(rules.key.of(row.record.message)) }
+            try load(keys)
+        }
         return try rows.map { (row) throws(MsgError) -> ClaimAnswer in try consider(row) }
     }
 
@@ -97,7 +103,7 @@ final class DestinationPlanner: ClaimPlanner {
             return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(m, now: now)))
         }
         let key = rules.key.of(m)
-        if let held = scan.held[key] {
+        if !scan.held.isEmpty, let held = scan.held[key] {
             scan.hold(key, held, counting: true)
             return .skip
         }
@@ -111,8 +117,8 @@ final class DestinationPlanner: ClaimPlanner {
                 return .skip
             }
         }
-        let busy = scan.foreignKeys.contains(key)
-        var s = states[key] ?? DestinationState()
+        let busy = !scan.foreignKeys.isEmpty && scan.foreignKeys.contains(key)
+        var s = hasStates ? states[key] ?? DestinationState() : DestinationState()
         switch book.verdict(s, busy: busy, probeInFlight: try probeInFlight(s), now: now) {
         case .hold(let hold):
             if case .throttled = hold {
@@ -124,6 +130,7 @@ final class DestinationPlanner: ClaimPlanner {
             return .skip
         case .send(let probe):
             if probe || rules.rate != nil || s.pausedUntil != nil {
+                hasStates = true
                 book.take(&s, probe: probe, id: m.id, now: now)
                 states[key] = s
                 changed.insert(key)

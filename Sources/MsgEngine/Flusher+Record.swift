@@ -64,7 +64,7 @@ extension Flusher {
 
     /// Runs a write to standard output unless it has failed before.
     func writeOut(_ write: () throws(MsgError) -> Void) {
-        guard stop.reason != .closedOutput && outputError == nil else { return }
+        guard !stop.outputIsClosed && outputError == nil else { return }
         do throws(MsgError) {
             try write()
         } catch {

@@ -58,6 +58,9 @@ public final class StopRequest: Sendable {
         return nil
     }
 
+    /// Whether standard output was closed (no system call: for every record written).
+    public var outputIsClosed: Bool { closed.load(ordering: .acquiring) }
+
     /// Says that standard output was closed.
     public func outputClosed() { closed.store(true, ordering: .releasing) }
 }

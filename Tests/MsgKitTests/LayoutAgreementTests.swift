@@ -27,6 +27,17 @@ import Testing
         }
     }
 
+    /// The byte-level key reader names every field at its place in RecordField.
+    @Test func keysAreReadAtTheirPlaceInTheFieldTable() {
+        for (i, field) in RecordField.allCases.enumerated() {
+            let key = Array(field.key.utf8)
+            #expect(key.withUnsafeBufferPointer { RecordLayout.place($0) } == i, "\(field.key)")
+        }
+        for other in ["idx", "To", "statuses", "lease ", "x", "history_"] {
+            #expect(Array(other.utf8).withUnsafeBufferPointer { RecordLayout.place($0) } == nil, "\(other)")
+        }
+    }
+
     @Test func everyReaderAgreesWithTheWriter() throws {
         for m in Self.records() {
             let r = EncodedMessage(m)

@@ -32,6 +32,10 @@ public protocol ClaimSession: AnyObject {
     /// The record with `id`, as stored, or nil. - Throws: `storeIO`, `corrupt`.
     func record(_ id: String) throws(MsgError) -> EncodedMessage?
 
+    /// Whether any destination state is stored at all: a claim over a queue with
+    /// none reads none. - Throws: `storeIO`, `corrupt`.
+    func hasStates() throws(MsgError) -> Bool
+
     /// The stored states of `keys` that have one (key to text).
     /// - Throws: `storeIO`, `corrupt`.
     func states(_ keys: Set<String>) throws(MsgError) -> [String: String]

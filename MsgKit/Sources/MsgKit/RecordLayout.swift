@@ -134,55 +134,72 @@ public enum RecordLayout {
         public let lease: Range<Int>?
     }
 
-    private static let contentKeys: [[UInt8]] = content.map { Array($0.key.utf8) }
-    private static let lifeKeys: [[UInt8]] = life.map { Array($0.key.utf8) }
     private static let historyKey = Array(#","history":["#.utf8)
+
+    /// The place in ``RecordField``'s order of the field a key names (0 `id` …
+    /// 14 `history`), read from its bytes without hashing: this runs for every
+    /// member of every record a claim or an outcome splices. Nil for a key msg does
+    /// not know. `LayoutAgreementTests` checks it against ``RecordField``.
+    @_spi(Testing) public static func place(_ k: UnsafeBufferPointer<UInt8>) -> Int? {
+        func equals(_ s: StaticString) -> Bool {
+            s.utf8CodeUnitCount == k.count && memcmp(k.baseAddress!, s.utf8Start, k.count) == 0
+        }
+        guard k.count >= 2 else { return nil }
+        switch (k.count, k[0]) {
+        case (2, UInt8(ascii: "i")): return equals("id") ? 0 : nil
+        case (2, UInt8(ascii: "t")): return equals("to") ? 1 : nil
+        case (4, UInt8(ascii: "f")): return equals("from") ? 2 : nil
+        case (4, UInt8(ascii: "b")): return equals("body") ? 3 : nil
+        case (7, UInt8(ascii: "h")): return equals("headers") ? 4 : (equals("history") ? 14 : nil)
+        case (6, UInt8(ascii: "s")): return equals("status") ? 5 : nil
+        case (8, UInt8(ascii: "a")): return equals("attempts") ? 6 : nil
+        case (10, UInt8(ascii: "c")): return equals("created_at") ? 7 : nil
+        case (10, UInt8(ascii: "u")): return equals("updated_at") ? 8 : nil
+        case (10, UInt8(ascii: "n")): return equals("not_before") ? 9 : nil
+        case (15, UInt8(ascii: "n")): return equals("next_attempt_at") ? 10 : nil
+        case (10, UInt8(ascii: "e")): return equals("expires_at") ? 11 : nil
+        case (10, UInt8(ascii: "l")): return equals("last_error") ? 12 : nil
+        case (5, UInt8(ascii: "l")): return equals("lease") ? 13 : nil
+        default: return nil
+        }
+    }
+
+    /// id, to, body, status, attempts, created_at, updated_at: always written.
+    private static let required: UInt32 = (1 << 0) | (1 << 1) | (1 << 3) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8)
 
     /// The parts of `json`, or nil when it is not exactly in the order msg writes
     /// (text edited by hand): then a caller encodes the record afresh instead.
     public static func parts(of json: UnsafeBufferPointer<UInt8>, historyOffset h: Int) -> Parts? {
         guard h > 1, h + historyKey.count < json.count, json[json.count - 1] == UInt8(ascii: "}"),
-              json[json.count - 2] == UInt8(ascii: "]"),
-              UnsafeBufferPointer(rebasing: json[h..<(h + historyKey.count)]).elementsEqual(historyKey) else { return nil }
+              json[json.count - 2] == UInt8(ascii: "]"), json.count >= 7,
+              memcmp(json.baseAddress! + h, historyKey, historyKey.count) == 0,
+              memcmp(json.baseAddress!, idPrefix, idPrefix.count) == 0 else { return nil }
         var members = Members(json, end: h)
-        var contentAt = 0   // the next content key allowed
-        var lifeAt = 0      // the next life key allowed
-        var seen = Set<RecordField>()
+        var seen: UInt32 = 0
+        var last = -1                 // the place of the last known field
         var lifeStart: Int?
         var lifeEnd: Int?
         var status: Range<Int>?
         var lease: Range<Int>?
         while let m = members.next() {
-            let key = UnsafeBufferPointer(rebasing: json[m.key])
-            if lifeStart == nil {
-                if let i = contentKeys[contentAt...].firstIndex(where: { key.elementsEqual($0) }) {
-                    contentAt = i + 1
-                    seen.insert(content[i])
-                    continue
-                }
-                guard key.elementsEqual(lifeKeys[0]) else { return nil }
-                lifeStart = m.start - 1
-                status = m.value
-                lifeAt = 1
+            guard let place = place(UnsafeBufferPointer(rebasing: json[m.key])), place != 14 else {
+                // An extra: only after the life members, never before them.
+                guard lifeStart != nil else { return nil }
+                if lifeEnd == nil { lifeEnd = m.start - 1 }
                 continue
             }
-            if lifeEnd == nil {
-                if let i = lifeKeys[lifeAt...].firstIndex(where: { key.elementsEqual($0) }) {
-                    lifeAt = i + 1
-                    seen.insert(life[i])
-                    if life[i] == .lease { lease = (m.start - 1)..<m.end }
-                    continue
-                }
-                lifeEnd = m.start - 1
-            }
-            // An extra: never a key msg knows (it would have been read as that field).
-            if contentKeys.contains(where: { key.elementsEqual($0) }) || lifeKeys.contains(where: { key.elementsEqual($0) }) {
-                return nil
+            // Known fields in the order msg writes, each once, none after an extra.
+            guard place > last, lifeEnd == nil else { return nil }
+            last = place
+            seen |= 1 << UInt32(place)
+            if place == 5 {
+                lifeStart = m.start - 1
+                status = m.value
+            } else if place == 13 {
+                lease = (m.start - 1)..<m.end
             }
         }
-        // id first, then to and body; status, attempts and both times always there.
-        guard !members.failed, let lifeStart, let status, UnsafeBufferPointer(rebasing: json[..<7]).elementsEqual(idPrefix),
-              seen.isSuperset(of: [.id, .to, .body, .attempts, .createdAt, .updatedAt]) else { return nil }
+        guard !members.failed, let lifeStart, let status, seen & required == required else { return nil }
         return Parts(lifeStart: lifeStart, lifeEnd: lifeEnd ?? h, historyOffset: h, status: status, lease: lease)
     }
 

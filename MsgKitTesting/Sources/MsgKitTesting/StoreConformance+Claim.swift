@@ -75,6 +75,7 @@ extension StoreConformance {
             let later = try open(url)
             c.expectEqual(try later.destinationStates(nil), ["b": "{\"failures\":1}", "z": "zz"], "the states, seen by a store opened later")
             c.expectEqual(try later.destinationStates(["z", "q"]), ["z": "zz"], "states read per key")
+            c.expect(try later.claimSession { (s) throws(MsgError) in try s.hasStates() }, "a store with states says so")
             let second = RecordingPlanner(writing: ["z": nil])
             _ = try later.claim(ClaimRequest(query: query, limit: 10), second)
             c.expectEqual(second.seenStates, [:], "states are read only for the candidates' keys")
@@ -85,6 +86,7 @@ extension StoreConformance {
 
         runner.scenario("a claim starts after a position, and reads no more than asked") { c in
             let (_, store) = try fresh()
+            c.expect(try !store.claimSession { (s) throws(MsgError) in try s.hasStates() }, "a store without states says so")
             let all = (0..<10).map { Fixtures.message($0, to: "d\($0)", createdOffset: Int64($0)) }
             _ = try store.add(all)
             let after = RecordingPlanner()

@@ -99,6 +99,10 @@ final class PostgresClaimSession: ClaimSession {
 
     func record(_ id: String) throws(MsgError) -> EncodedMessage? { try store.get(id) }
 
+    func hasStates() throws(MsgError) -> Bool {
+        try !store.db.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(store.destinationsTable) LIMIT 1"), "reading destination states").isEmpty
+    }
+
     func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try store.readStates(keys) }
 
     func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
