@@ -150,6 +150,16 @@ public final class JSONFileStore: Store {
         return state.destinations.filter { keys.contains($0.key) }
     }
 
+    /// The file's identity, size and change time: any write (this handle's too) changes it.
+    public func changeToken() throws(MsgError) -> UInt64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return 0 }
+        var h = UInt64(st.st_ino) &* 0x9E37_79B9_7F4A_7C15
+        h ^= UInt64(bitPattern: Int64(st.st_size)) &* 0xBF58_476D_1CE4_E5B9
+        h ^= UInt64(bitPattern: Int64(st.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_ctim.tv_nsec))
+        return h
+    }
+
     public func takeNotices() -> [String] {
         defer { notices = [] }
         return notices

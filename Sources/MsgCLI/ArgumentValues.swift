@@ -67,7 +67,8 @@ enum Completion {
         var overrides = Settings.Overrides()
         if let i = words.firstIndex(of: "--store"), i + 1 < words.count { overrides.store = words[i + 1] }
         guard let settings = try? Settings.resolve(overrides) else { return [] }
-        return Session(settings: settings, reporter: Reporter { _ in }).storedIDs(startingWith: prefix)
+        let quiet = Console(input: -1, output: -1, error: -1, reporter: Reporter { _ in })
+        return Session(settings: settings, console: quiet).storedIDs(startingWith: prefix)
     }
 }
 

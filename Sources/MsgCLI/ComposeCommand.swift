@@ -41,8 +41,8 @@ struct ComposeCommand: SessionCommand {
         let defaults = Drafts.Defaults(to: to, from: from, headers: Headers(headers.map { ($0.key, $0.value) }),
                                        notBefore: notBefore, expiresAt: expiresAt)
         let store = enqueue ? try session.store() : nil
-        let invocation = Invocation.current
-        try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, input: invocation.input,
-                                reporter: invocation.reporter).run(to: to, body: body, progress: Progress(enqueue ? "stored" : "composed")))
+        let console = session.console
+        try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, console: console)
+            .run(to: to, body: body, progress: console.progress(enqueue ? "stored" : "composed")))
     }
 }

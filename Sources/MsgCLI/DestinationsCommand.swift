@@ -22,8 +22,8 @@ struct DestinationsCommand: SessionCommand {
     func run(_ session: Session) throws {
         let now = Timestamp.now()
         let entries = try Destinations(store: try session.store(.read), key: key).list()
-        let out = ByteOutput()
-        switch format ?? .automatic {
+        let out = session.console.buffer()
+        switch format ?? session.console.format {
         case .table:
             let rows = entries.map { e -> [String] in
                 let v = Destinations.json(e, now: now)

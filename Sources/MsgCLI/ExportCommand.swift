@@ -41,8 +41,9 @@ struct ExportCommand: SessionCommand {
         options.format = format
         options.out = out
         options.redactBody = redact == "body"
-        let n = try Exporter(store: try session.store(.read), options: options)
-            .run(progress: Progress("exported", enabled: Diagnostics.stderrIsTerminal && (out != nil || !Diagnostics.stdoutIsTerminal)))
-        if let out { Diagnostics.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
+        let console = session.console
+        let n = try Exporter(store: try session.store(.read), options: options, console: console)
+            .run(progress: console.progress("exported", shown: console.errorIsTerminal && (out != nil || !console.outputIsTerminal)))
+        if let out { console.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
     }
 }

@@ -31,19 +31,19 @@ struct FlushCommand: SessionCommand {
         options.targets = ids
         options.limit = limit
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
-                              options: options, faults: try FaultPoints(), stop: stopping.request,
+                              options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() })
-        let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: Progress("flushed"))
-        if !watch { summary.reportHolds() }
+        let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
+        if !watch { summary.reportHolds(to: session.reporter) }
         let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"])
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it
         // interrupts a plain flush, which then ends as the signal would have ended it.
         if let stopped = summary.stopped {
-            if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
+            if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
             try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
         }
-        if let line = summary.failureLine { Diagnostics.say(line) }
+        if let line = summary.failureLine { session.console.say(line) }
         // The transport cannot deliver as configured: what was not attempted is back
         // in the queue as it was; the error is the command's (78).
         if let error = summary.misconfigured { throw error }

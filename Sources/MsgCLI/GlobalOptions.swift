@@ -24,7 +24,7 @@ struct GlobalOptions: ParsableArguments {
     func session() throws(MsgError) -> Session {
         let invocation = Invocation.current
         let overrides = Settings.Overrides(store: store, transport: transport, pluginPath: pluginPath, config: config)
-        return Session(settings: try Settings.resolve(overrides, env: invocation.variable), reporter: invocation.reporter)
+        return Session(settings: try Settings.resolve(overrides, env: invocation.variable), console: invocation.console)
     }
 }
 

@@ -36,7 +36,7 @@ final class InteractiveShell {
             : store
         prompt = "msg \(shown)> "
         history = ShellHistory(path: settings.home + "/history")
-        let session = Session(settings: settings)
+        let session = Session(settings: settings, console: Console(input: -1, output: -1, error: -1, reporter: Reporter { _ in }))
         session.reportsSetAside = false
         let box = CompleterBox(ShellCompleter(ids: { prefix in session.storedIDs(startingWith: prefix) }))
         Self.completer.withLock { $0 = box }

@@ -29,6 +29,9 @@ struct Invocation: Sendable {
     /// Whether the input is a terminal (then a command does not wait for it).
     var inputIsTerminal: Bool { isatty(input) == 1 }
 
+    /// The console of this run: its input, standard output and the reporter.
+    var console: Console { Console.process(input: input, reporter: reporter, columns: variable("COLUMNS")) }
+
     /// The invocation of the command running now.
     @TaskLocal static var current = Invocation()
 }

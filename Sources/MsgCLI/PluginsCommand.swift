@@ -15,8 +15,9 @@ struct PluginsCommand: SessionCommand {
 
     func run(_ session: Session) throws {
         let (entries, problems) = session.loader.loadAll()
-        try PluginReport(entries: entries).write(format: format ?? .automatic)
-        for p in problems { Diagnostics.say(p.message) }
+        let console = session.console
+        try PluginReport(entries: entries).write(format: format ?? console.format, output: console.buffer(), width: console.width)
+        for p in problems { console.say(p.message) }
         try finish(problems.isEmpty ? 0 : MsgError.Code.unavailable.exitCode)
     }
 }

@@ -17,8 +17,8 @@ struct QueueAddCommand: SessionCommand {
         let store = try session.store()
         let pipeline = RecordPipeline(decode: { (line) throws(MsgError) in
             try line.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
-        }, store: store, onError: input.onError, reporter: Invocation.current.reporter)
-        var reader = NDJSONReader(fd: Invocation.current.input)
-        try finish(try pipeline.run(&reader, progress: Progress("stored")).exitCode)
+        }, store: store, writer: session.console.writer(), onError: input.onError, reporter: session.reporter)
+        var reader = NDJSONReader(fd: session.console.input)
+        try finish(try pipeline.run(&reader, progress: session.console.progress("stored")).exitCode)
     }
 }

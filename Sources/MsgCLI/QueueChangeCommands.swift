@@ -7,7 +7,7 @@ func runChange(_ session: Session, _ targets: TargetOptions,
                _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
     let (ids, badLines) = try targets.resolve(required: true)
     let outcome = try body(QueueOperations(store: try session.store(), reporter: session.reporter), ids ?? [])
-    let writer = NDJSONWriter()
+    let writer = session.console.writer()
     for m in outcome.changed { try writer.write(m, includeHistory: false) }
     try finish(badLines > 0 ? 65 : outcome.exitCode)
 }

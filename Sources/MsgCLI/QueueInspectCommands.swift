@@ -21,12 +21,12 @@ struct QueueShowCommand: SessionCommand {
         let store = try session.store(.read)
         let m = try QueueOperations(store: store, reporter: session.reporter).show(id)
         let why = try Destinations(store: store, key: key).why(m)
-        guard (format ?? .automatic) == .table else {
+        guard (format ?? session.console.format) == .table else {
             // The record stays a record; why it waits goes to stderr.
             if let why { session.reporter.say("\(m.id) waits: \(why)") }
-            return try NDJSONWriter().write(m)
+            return try session.console.writer().write(m)
         }
-        let out = ByteOutput()
+        let out = session.console.buffer()
         out.write(RecordSheet.text(m, waiting: why))
         try out.flush()
     }
@@ -84,8 +84,8 @@ struct QueueStatsCommand: SessionCommand {
             labels = ["status"]
             counts = try operations.stats().map { ([$0.status.rawValue], [$0.buckets.reduce(0, +)] + $0.buckets) }
         }
-        let out = ByteOutput()
-        switch format ?? .automatic {
+        let out = session.console.buffer()
+        switch format ?? session.console.format {
         case .table:
             let total = columns.indices.map { i in counts.reduce(0) { $0 + $1.counts[i] } }
             let rows = counts.map { $0.labels + $0.counts.map(String.init) }
@@ -123,7 +123,7 @@ struct QueuePurgeCommand: SessionCommand {
 
     func run(_ session: Session) throws {
         let n = try QueueOperations(store: try session.store(), reporter: session.reporter).purge(statuses: status.union ?? [], olderThan: olderThan)
-        if n > 0 { Diagnostics.say("purged \(n) message\(n == 1 ? "" : "s")") }
+        if n > 0 { session.console.say("purged \(n) message\(n == 1 ? "" : "s")") }
     }
 }
 

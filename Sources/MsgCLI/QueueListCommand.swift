@@ -26,7 +26,8 @@ struct QueueListCommand: SessionCommand {
     func run(_ session: Session) throws {
         let store = try session.store(.read)
         let (query, badLines) = try filters.queryWithTargets()
-        let formatter = RecordFormatter(format: format ?? .automatic, includeHistory: history)
+        let formatter = RecordFormatter(format: format ?? session.console.format, includeHistory: history,
+                                        output: session.console.buffer(), width: session.console.width)
         try Listing(query: query).write(from: store, formatter: formatter, includeHistory: history)
         try finish(badLines > 0 ? 65 : 0)
     }
@@ -46,7 +47,7 @@ struct QueueCountCommand: SessionCommand {
         let store = try session.store(.read)
         let (query, badLines) = try filters.queryWithTargets()
         let n = try Listing(query: query).count(in: store)
-        let out = ByteOutput()
+        let out = session.console.buffer()
         out.write("\(n)\n")
         try out.flush()
         try finish(badLines > 0 ? 65 : 0)

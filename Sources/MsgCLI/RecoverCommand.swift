@@ -18,20 +18,20 @@ struct RecoverCommand: SessionCommand {
     var verbose = false
 
     func run(_ session: Session) throws {
-        let writer = NDJSONWriter()
+        let writer = session.console.writer()
         let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: staleAfter)
         writer.flushEveryLine = false
         let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
         try writer.finish()
         if summary.total > 0 {
             let verb = dryRun ? "would recover" : "recovered"
-            Diagnostics.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")
+            session.console.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")
         }
-        if summary.young + summary.alive > 0 && (verbose || Diagnostics.stderrIsTerminal) {
+        if summary.young + summary.alive > 0 && (verbose || session.console.errorIsTerminal) {
             var why: [String] = []
             if summary.young > 0 { why.append("\(summary.young) sending for less than --stale-after (\(staleAfter))") }
             if summary.alive > 0 { why.append("\(summary.alive) whose sender is still running") }
-            Diagnostics.say("left \(summary.young + summary.alive) sending message\(summary.young + summary.alive == 1 ? "" : "s") alone: \(why.joined(separator: ", "))")
+            session.console.say("left \(summary.young + summary.alive) sending message\(summary.young + summary.alive == 1 ? "" : "s") alone: \(why.joined(separator: ", "))")
         }
     }
 }

@@ -24,15 +24,15 @@ struct RetryCommand: SessionCommand {
         defer { stopping.end() }
         let (ids, badLines) = try targets.resolve()
         if dead {
-            let writer = NDJSONWriter()
+            let writer = session.console.writer()
             writer.flushEveryLine = false
             let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids, now: .now(), expiresAt: expiresAt) { (r) throws(MsgError) in
                 try writer.writeWithoutHistory(r)
             }
             try writer.finish()
-            if moved > 0 { Diagnostics.say("redrove \(moved) dead message\(moved == 1 ? "" : "s") to queued") }
+            if moved > 0 { session.console.say("redrove \(moved) dead message\(moved == 1 ? "" : "s") to queued") }
             for id in damaged {
-                Diagnostics.say("\(id): not redriven: it is a damaged record (msg-record(5), DAMAGED RECORDS); fix the text in its \(Message.damagedRecordKey) field and add it again")
+                session.console.say("\(id): not redriven: it is a damaged record (msg-record(5), DAMAGED RECORDS); fix the text in its \(Message.damagedRecordKey) field and add it again")
             }
             try finish(badLines > 0 || !damaged.isEmpty ? 65 : 0)
             return
@@ -42,17 +42,17 @@ struct RetryCommand: SessionCommand {
         options.limit = limit
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
-                                  options: options, faults: try FaultPoints(), stop: stopping.request,
-                                  openTransport: { () throws(MsgError) in try session.anotherTransport() }).run(progress: Progress("retried"))
-        summary.reportHolds()
+                                  options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
+                                  openTransport: { () throws(MsgError) in try session.anotherTransport() }).run(progress: session.console.progress("retried"))
+        summary.reportHolds(to: session.reporter)
         let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
                                            other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"])
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         if let stopped = summary.stopped {
-            if stopped != .closedOutput, let line = summary.stopLine { Diagnostics.say(line) }
+            if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
             try finish(stopped.exitStatus)
         }
-        if let line = summary.failureLine { Diagnostics.say(line) }
+        if let line = summary.failureLine { session.console.say(line) }
         if let error = summary.misconfigured { throw error }
         try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
     }

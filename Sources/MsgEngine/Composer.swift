@@ -7,21 +7,22 @@ public struct Composer {
     private let drafts: Drafts
     private let store: (any Store)?
     private let onError: OnError
+    private let console: Console
     private let input: Int32
     private let writer: NDJSONWriter
     private let reporter: Reporter
 
     /// A composer completing with `drafts`, storing into `store` when given, reading
-    /// from the descriptor `input`, writing records to `writer` and saying what is
-    /// wrong with a draft to `reporter`.
-    public init(drafts: Drafts, store: (any Store)?, onError: OnError, input: Int32 = 0, writer: NDJSONWriter = NDJSONWriter(),
-                reporter: Reporter = .standardError) {
+    /// drafts and bodies from the console's input, writing records to its output and
+    /// saying what is wrong with a draft to its reporter.
+    public init(drafts: Drafts, store: (any Store)?, onError: OnError, console: Console) {
         self.drafts = drafts
         self.store = store
         self.onError = onError
-        self.input = input
-        self.writer = writer
-        self.reporter = reporter
+        self.console = console
+        self.input = console.input
+        self.writer = console.writer()
+        self.reporter = console.reporter
     }
 
     /// With `body`, makes one record (`-` reads the body from stdin); otherwise

@@ -17,10 +17,13 @@ public struct Exporter {
 
     private let store: any Store
     private let options: Options
+    private let console: Console
 
-    public init(store: any Store, options: Options) {
+    /// An export of `store`'s records; to the console's output unless `options.out`.
+    public init(store: any Store, options: Options, console: Console) {
         self.store = store
         self.options = options
+        self.console = console
     }
 
     /// Writes the export, streaming: to a file, through a temporary file hashed as it
@@ -29,7 +32,8 @@ public struct Exporter {
     ///   existing `--out` file and its manifest are left as they were.
     public func run(progress: Progress? = nil) throws(MsgError) -> Int {
         guard let path = options.out else {
-            let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true)
+            let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true,
+                                            output: console.buffer(), width: nil)
             let count = try write(formatter, progress)
             try formatter.finish()
             return count
@@ -37,10 +41,10 @@ public struct Exporter {
         let file = try AtomicFile(replacing: path, code: .storeIO)
         var hash = SHA256()
         let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true,
-                                        output: ByteOutput(fd: -1, name: path)) { (bytes) throws(MsgError) in
+                                        output: ByteOutput(fd: -1, name: path), sink: { (bytes) throws(MsgError) in
             hash.update(bytes)
             try file.write(bytes)
-        }
+        }, width: nil)
         let count = try write(formatter, progress)
         try formatter.finish()
         // The file and its manifest, each replaced atomically: the data first, so a

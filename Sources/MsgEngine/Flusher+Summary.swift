@@ -64,9 +64,9 @@ extension Flusher {
             holds = other.holds
         }
 
-        /// Says on stderr which destinations held messages back, one line each.
-        public func reportHolds() {
-            for line in holds { Diagnostics.say(line) }
+        /// Says which destinations held messages back, one line each.
+        public func reportHolds(to reporter: Reporter) {
+            for line in holds { reporter.say(line) }
         }
 
         /// What a user reads on stderr when a stop request ended the run, e.g.

@@ -47,6 +47,7 @@ public final class Flusher {
     let faults: FaultPoints
     let writer: NDJSONWriter
     let reporter: Reporter
+    let console: Console
     let stop: StopRequest
     let clock: @Sendable () -> Timestamp
     let sleep: @Sendable (MsgDuration) -> Void
@@ -55,10 +56,10 @@ public final class Flusher {
     /// A flusher; `clock`, `sleep` and `unit` (a random number in [0, 1), for jitter)
     /// are injected so tests control time. `stop` is asked between transport calls.
     /// `openTransport` opens one more transport for each delivery worker past the
-    /// first. Records go to `writer`, what the user should know to `reporter`.
+    /// first. Records go to the console's output, what the user should know to its
+    /// reporter.
     public init(store: any Store, transport: any Transport, policy: RetryPolicy, options: Options,
-                faults: FaultPoints, writer: NDJSONWriter = NDJSONWriter(), reporter: Reporter = .standardError,
-                stop: StopRequest = StopRequest(),
+                faults: FaultPoints, console: Console, stop: StopRequest = StopRequest(),
                 openTransport: (() throws(MsgError) -> any Transport)? = nil,
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
                 sleep: @escaping @Sendable (MsgDuration) -> Void = { usleep(useconds_t(max(0, $0.milliseconds) * 1000)) },
@@ -70,8 +71,9 @@ public final class Flusher {
         self.policy = policy
         self.options = options
         self.faults = faults
-        self.writer = writer
-        self.reporter = reporter
+        self.console = console
+        self.writer = console.writer()
+        self.reporter = console.reporter
         self.clock = clock
         self.sleep = sleep
         if let unit {

@@ -25,7 +25,7 @@ public struct ListenService {
     /// (including what the listener logs) goes to `reporter`. `openWithoutToken`:
     /// the user allowed a listener other hosts can reach to need no token.
     public init(url: String, into: String, maxLineBytes: Int, deadline: MsgDuration, openWithoutToken: Bool = false,
-                reporter: Reporter = .standardError) {
+                reporter: Reporter) {
         self.url = url
         self.into = into
         self.maxLineBytes = maxLineBytes

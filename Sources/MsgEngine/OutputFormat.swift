@@ -3,9 +3,6 @@ import MsgKit
 /// How a listing is written (`--format`).
 public enum OutputFormat: String, Sendable, CaseIterable {
     case ndjson, json, csv, table
-
-    /// `table` on a terminal, `ndjson` otherwise.
-    public static var automatic: OutputFormat { Diagnostics.stdoutIsTerminal ? .table : .ndjson }
 }
 
 /// Writes records one at a time in an ``OutputFormat``, streaming: memory does not
@@ -28,13 +25,11 @@ public final class RecordFormatter {
     public typealias Sink = (_ bytes: [UInt8]) throws(MsgError) -> Void
     private let sink: Sink?
 
-    /// A formatter to `output` (standard output by default), or to `sink` when given
-    /// (a file being written atomically, say).
-    /// A formatter to `output` (standard output by default), or to `sink` when given
-    /// (a file being written atomically, say). A table fits `width` cells (default:
-    /// the terminal's) and says when a message is next due relative to `now`.
-    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput = ByteOutput(), sink: Sink? = nil,
-                width: Int? = TextTable.terminalWidth(), now: Timestamp = .now()) {
+    /// A formatter to `output`, or to `sink` when given (a file being written
+    /// atomically, say). A table fits `width` cells (nil: as wide as it likes) and
+    /// says when a message is next due relative to `now`.
+    public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput, sink: Sink? = nil,
+                width: Int?, now: Timestamp = .now()) {
         self.format = format
         self.includeHistory = includeHistory
         self.output = output

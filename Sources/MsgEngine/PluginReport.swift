@@ -29,10 +29,10 @@ public struct PluginReport {
     }
 
     /// Writes the rows as ndjson or a table. - Throws: `storeIO` when the output fails.
-    public func write(format: OutputFormat, output: ByteOutput = ByteOutput()) throws(MsgError) {
+    public func write(format: OutputFormat, output: ByteOutput, width: Int?) throws(MsgError) {
         if format == .table {
             let table = TextTable([.fixed("NAME", 17), .fixed("KIND", 18), .fixed("SCHEMES", 18), .fixed("VERSION", 7),
-                                   .flexible("PATH", share: 1)], width: TextTable.terminalWidth())
+                                   .flexible("PATH", share: 1)], width: width)
             output.write(table.header)
             let pathWidth = table.widths.last ?? 0
             for r in rows {

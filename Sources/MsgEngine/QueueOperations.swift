@@ -11,7 +11,7 @@ public struct QueueOperations {
     private let reporter: Reporter
 
     /// Operations on `store` at time `now`; problems with single ids go to `reporter`.
-    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter = .standardError) {
+    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter) {
         self.store = store
         self.now = now
         self.reporter = reporter

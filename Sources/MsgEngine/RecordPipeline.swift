@@ -27,8 +27,8 @@ public struct RecordPipeline {
 
     /// A pipeline storing into `store` (nil: only echo, as plain `compose`), echoing
     /// to `writer` and reporting bad lines to `reporter`.
-    public init(decode: @escaping Decode, store: (any Store)?, writer: NDJSONWriter = NDJSONWriter(), onError: OnError = .skip,
-                reporter: Reporter = .standardError) {
+    public init(decode: @escaping Decode, store: (any Store)?, writer: NDJSONWriter, onError: OnError = .skip,
+                reporter: Reporter) {
         self.decode = decode
         self.store = store
         self.writer = writer

@@ -22,6 +22,4 @@ public struct Reporter: Sendable {
         say("line \(number): \(error.message)")
     }
 
-    /// Standard error, `msg: ` first.
-    public static let standardError = Reporter { Diagnostics.say($0) }
 }

@@ -13,13 +13,15 @@ public final class Session {
     /// word at the shell's prompt).
     public var reportsSetAside = true
 
+    /// Where the command reads and speaks (``Console``).
+    public let console: Console
     /// Where the session says what the user should know (a store set aside).
-    public let reporter: Reporter
+    public var reporter: Reporter { console.reporter }
 
-    /// A session on `settings`, saying what it must to `reporter`.
-    public init(settings: Settings, reporter: Reporter = .standardError) {
+    /// A session on `settings`, reading and speaking through `console`.
+    public init(settings: Settings, console: Console) {
         self.settings = settings
-        self.reporter = reporter
+        self.console = console
         self.loader = PluginLoader(extraDirectories: settings.pluginPath)
     }
 

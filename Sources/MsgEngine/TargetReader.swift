@@ -13,7 +13,7 @@ public struct TargetReader {
 
     /// Reads all of `reader`; bad lines are reported to `reporter` as `line N: …`.
     /// - Throws: `badInput` when standard input cannot be read.
-    public static func read(_ reader: inout NDJSONReader, reporter: Reporter = .standardError) throws(MsgError) -> Targets {
+    public static func read(_ reader: inout NDJSONReader, reporter: Reporter) throws(MsgError) -> Targets {
         var targets = Targets()
         var seen: Set<String> = []
         while let lines = try reader.nextBatch() {

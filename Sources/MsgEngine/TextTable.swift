@@ -145,11 +145,4 @@ public struct TextTable: Sendable {
         return wide.contains { $0.contains(v) } ? 2 : 1
     }
 
-    /// The width of the terminal on standard output, or nil when it is not one
-    /// (then `COLUMNS`, when set, is taken as the width).
-    public static func terminalWidth() -> Int? {
-        var size = winsize()
-        if isatty(1) == 1, ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-        return SystemCalls.environment("COLUMNS").flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
-    }
 }

@@ -3,19 +3,31 @@
 #endif
 import MsgKit
 
-/// `flush --watch`: flushes what is due, sleeps until the next due time (at most
-/// `poll`, to notice new work), and stops cleanly on SIGINT or SIGTERM.
+/// `flush --watch`: flushes what is due, then waits for new work, the next due
+/// time or a stop, and flushes again.
 ///
-/// The two signals are blocked and waited for with `sigtimedwait` while sleeping,
+/// Waiting costs next to nothing: the store's change token (``Store/changeToken()``:
+/// SQLite's `PRAGMA data_version`, read from shared memory) is looked at every
+/// `look` (5 ms), so a message another process enqueues is attempted within a few
+/// milliseconds, and nothing is decoded while the queue is unchanged; the next due
+/// time comes from the store's index (``Store/nextDue(_:after:)``). A store that
+/// cannot tell cheaply is looked at every `poll`.
+///
+/// The two signals are blocked and waited for with `sigtimedwait` while waiting,
 /// so no handler or global flag is needed. One that arrives during a flush stops it
 /// at its next transport call (see ``Flusher/run(progress:)``): the outcomes in
 /// flight are recorded, the rest goes back to the queue, and a message is never
 /// left half-sent by it. A closed standard output stops it the same way.
 public struct Watcher {
     private let poll: MsgDuration
+    private let look: MsgDuration
 
-    /// A watcher that looks for new work at least every `poll`.
-    public init(poll: MsgDuration = .seconds(1)) { self.poll = poll }
+    /// A watcher that looks for new work at least every `poll`, and at the store's
+    /// change token every `look`.
+    public init(poll: MsgDuration = .seconds(1), look: MsgDuration = MsgDuration(milliseconds: 5)) {
+        self.poll = poll
+        self.look = look
+    }
 
     /// Runs `flusher` until a signal or a closed output. - Throws: store errors.
     public func run(_ flusher: Flusher, clock: () -> Timestamp = { Timestamp.now() }) throws(MsgError) -> Flusher.Summary {
@@ -23,15 +35,21 @@ public struct Watcher {
         defer { signals.restore() }
         var total = Flusher.Summary()
         while true {
+            // Read before the run: what another process commits during it (after the
+            // run's last claim) then shows as a change, and is flushed at once.
+            let token = try flusher.store.changeToken()
             total.add(try flusher.run())
             if total.stopped == .closedOutput || total.misconfigured != nil { return total }
-            var wait = poll.milliseconds
-            if let due = try flusher.nextDue() {
-                wait = min(wait, max(0, due.milliseconds - clock().milliseconds))
-            }
-            if let signal = signals.wait(milliseconds: wait) {
-                total.stopped = .signal(signal)
-                return total
+            var until = clock().milliseconds + poll.milliseconds
+            if let due = try flusher.nextDue() { until = min(until, due.milliseconds) }
+            while true {
+                let left = until - clock().milliseconds
+                if left <= 0 { break }
+                if let signal = signals.wait(milliseconds: token == nil ? left : min(left, look.milliseconds)) {
+                    total.stopped = .signal(signal)
+                    return total
+                }
+                if let token, try flusher.store.changeToken() != token { break }
             }
         }
     }

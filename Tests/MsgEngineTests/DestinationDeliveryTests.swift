@@ -83,7 +83,7 @@ final class TracingTransport: Transport {
         options.rules = rules
         let devNull = open("/dev/null", O_WRONLY)
         return Flusher(store: store, transport: TracingTransport(trace), policy: RetryPolicy(), options: options,
-                       faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                       faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
                        stop: StopRequest(watchesSignals: false), openTransport: { TracingTransport(trace) },
                        clock: clock.read, sleep: { d in
                            // The injected clock moves instead of time passing.
@@ -163,7 +163,7 @@ final class TracingTransport: Transport {
         for _ in 0..<2 {
             let own = try loader.openStore("sqlite:\(dir)/q.sqlite")
             let f = Flusher(store: own, transport: TracingTransport(DeliveryTrace()), policy: RetryPolicy(), options: options,
-                            faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                            faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
                             stop: StopRequest(watchesSignals: false), clock: clock.read, sleep: { clock.advance($0.milliseconds) })
             #expect(try f.run().sent == 20)
         }

@@ -28,7 +28,7 @@ func temporaryDirectory() -> String {
         options.statuses = statuses
         let devNull = open("/dev/null", O_WRONLY)
         return Flusher(store: store, transport: try loader.openTransport(transport), policy: RetryPolicy(), options: options,
-                       faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                       faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
                        clock: clock.read, unit: { 0.5 })
     }
 
@@ -129,7 +129,7 @@ final class StoppingTransport: Transport {
         options.batchSize = 100
         let devNull = open("/dev/null", O_WRONLY)
         let summary = try Flusher(store: store, transport: transport, policy: RetryPolicy(), options: options,
-                                  faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                                  faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
                                   stop: stop).run()
         #expect(transport.calls == [1], "one slice, then the stop was honoured")
         // The next batch is claimed while the first is delivered: it may be out too.
@@ -164,7 +164,7 @@ final class MisconfiguredTransport: Transport {
         options.batchSize = 10
         let devNull = open("/dev/null", O_WRONLY)
         let summary = try Flusher(store: store, transport: MisconfiguredTransport(good: 3), policy: RetryPolicy(), options: options,
-                                  faults: try FaultPoints(environment: nil), writer: NDJSONWriter(output: ByteOutput(fd: devNull)),
+                                  faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
                                   stop: StopRequest(watchesSignals: false)).run()
         #expect(summary.sent == 3 && summary.deferred == 0 && summary.dead == 0, "\(summary)")
         #expect(summary.misconfigured?.code == .config && summary.misconfigured?.message == "refused: check the token")

@@ -35,8 +35,9 @@ final class Lines: Sendable {
         let store = try loader.openStore("json:\(dir)/q.json")
         let out = open("\(dir)/out", O_WRONLY | O_CREAT, 0o600)
         let lines = Lines()
-        let composer = Composer(drafts: Drafts(), store: store, onError: .skip, input: try input("{\"to\":\"bob\",\"body\":\"a\"}\n{\"to\":\"\"}\n{\"to\":\"eve\",\"body\":\"b\"}\n"),
-                                writer: NDJSONWriter(output: ByteOutput(fd: out, name: "out")), reporter: lines.reporter)
+        let drafts = try input("{\"to\":\"bob\",\"body\":\"a\"}\n{\"to\":\"\"}\n{\"to\":\"eve\",\"body\":\"b\"}\n")
+        let composer = Composer(drafts: Drafts(), store: store, onError: .skip,
+                                console: Console(input: drafts, output: out, error: -1, reporter: lines.reporter))
         #expect(try composer.run(to: nil, body: nil) == 65)
         close(out)
         #expect(lines.all == [#"line 2: field "to" must not be empty"#])
@@ -61,5 +62,30 @@ final class Lines: Sendable {
         let targets = try TargetReader.read(&reader, reporter: lines.reporter)
         #expect(targets.ids == [Fixtures.message(1).id] && targets.badLines == 1)
         #expect(lines.all == ["line 2: 'not-an-id' is not a message id (a lower-case UUID)"])
+    }
+
+    /// A flush writes its records to the console's output and says what it has to
+    /// say to the console's reporter: the breaker that opened, the destination held.
+    @Test func aFlushWritesAndSpeaksThroughItsConsole() throws {
+        let dir = temporaryDirectory()
+        let store = try loader.openStore("sqlite:\(dir)/q.sqlite")
+        _ = try store.add((0..<8).map { Fixtures.message($0, to: "down", createdOffset: Int64($0)) })
+        let out = open("\(dir)/out", O_WRONLY | O_CREAT, 0o600)
+        let lines = Lines()
+        var rules = DeliveryRules()
+        rules.breakerThreshold = 2
+        var options = Flusher.Options()
+        options.rules = rules
+        let flusher = Flusher(store: store, transport: try loader.openTransport("stdout:?fail=1&fd=\(out)"), policy: RetryPolicy(),
+                              options: options, faults: try FaultPoints(environment: nil),
+                              console: Console(input: -1, output: out, error: -1, reporter: lines.reporter),
+                              stop: StopRequest(watchesSignals: false))
+        let summary = try flusher.run()
+        summary.reportHolds(to: lines.reporter)
+        close(out)
+        let printed = try String(contentsOfFile: "\(dir)/out", encoding: .utf8).split(separator: "\n")
+        #expect(printed.filter { $0.contains("\"status\":\"failed\"") }.count == 2, "the two attempts' records: \(printed)")
+        #expect(lines.all.contains { $0.hasPrefix("destination down: circuit open for 30s after 2 failures") }, "\(lines.all)")
+        #expect(lines.all.contains { $0.hasPrefix("destination down: circuit open until") && $0.contains("6 messages wait") }, "\(lines.all)")
     }
 }
