@@ -232,38 +232,54 @@ public final class SQLiteStore: Store {
 
     /// Replaces a record if its status is still `expected`, found by the rowid a
     /// claim of this handle read it under when there is one (an integer key is
-    /// cheaper than the id's text). `recipient` is left out of the update unless it
-    /// changed (`queue edit`): an indexed column named in a SET is re-indexed.
+    /// cheaper than the id's text). The SET names only the indexed columns the change
+    /// can move (SQLite re-indexes every indexed column a SET names, changed or not):
+    /// `open` only when the record finishes or reopens, `lease_until` only into or out
+    /// of `sending`, `due_at` only for a waiting status; `recipient` only when it
+    /// changed (`queue edit`), found when the first try does not apply.
     func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
+        let new = r.message.status
         // Kept while the record is in flight: its outcome is stored by the same rowid.
-        let byRow = rowids.isEmpty ? nil : (r.message.status == .sending ? rowids[r.message.id] : rowids.removeValue(forKey: r.message.id))
-        // Kept apart from the statement cache: its lookup hashes the whole SQL text.
-        if updateStatements == nil {
-            updateStatements = (try db.statement(Self.updateByID), try db.statement(Self.updateByRow))
-        }
-        let s = byRow == nil ? updateStatements!.byID : updateStatements!.byRow
+        let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[r.message.id] : rowids.removeValue(forKey: r.message.id))
+        let waiting: (Status) -> Bool = { $0 == .queued || $0 == .failed || $0 == .held }
+        var shape = 0
+        if StoredColumns.isOpen(expected) != StoredColumns.isOpen(new) { shape |= 1 }
+        if expected == .sending || new == .sending { shape |= 2 }
+        if waiting(expected) || waiting(new) { shape |= 4 }
+        if byRow != nil { shape |= 8 }
+        let s = try updateStatement(shape)
         s.reset()
         s.bind(11, expected.rawValue)
         if let byRow { s.bind(12, byRow) }
         try RowEncoder.run(r, s, "updating a message")
         if db.changes == 1 { return true }
         // Not applied: another status, another recipient, or no such row.
-        let edit = try db.statement(Self.updateWithRecipient)
+        let edit = try updateStatement(16)
         edit.reset()
         edit.bind(11, expected.rawValue)
         try RowEncoder.run(r, edit, "updating a message")
         return db.changes == 1
     }
 
-    private static let set = """
-        status = ?2, updated_at = ?5, due_at = ?6, lease_until = ?7, open = ?8, record = ?9, history_at = ?10
-        """
-    private static let updateByID = "UPDATE messages SET \(set) WHERE id = ?1 AND status = ?11 AND recipient = ?3"
-    private static let updateByRow = "UPDATE messages SET \(set) WHERE rid = ?12 AND id = ?1 AND status = ?11 AND recipient = ?3"
-    private static let updateWithRecipient = "UPDATE messages SET recipient = ?3, \(set) WHERE id = ?1 AND status = ?11"
+    /// The update of ``replace(_:expected:)`` for one shape (bits: 1 open, 2 lease,
+    /// 4 due, 8 by rowid; 16 every column, recipient too, by id), made once and held
+    /// apart from the statement cache, whose lookup hashes the whole SQL text.
+    private func updateStatement(_ shape: Int) throws(MsgError) -> SQLiteStatement {
+        if let s = updateStatements[shape] { return s }
+        var set = ["status = ?2", "updated_at = ?5", "record = ?9", "history_at = ?10"]
+        if shape & 1 != 0 || shape == 16 { set.append("open = ?8") }
+        if shape & 2 != 0 || shape == 16 { set.append("lease_until = ?7") }
+        if shape & 4 != 0 || shape == 16 { set.append("due_at = ?6") }
+        var sql = "UPDATE messages SET " + (shape == 16 ? "recipient = ?3, " : "") + set.joined(separator: ", ")
+        sql += shape & 8 != 0 ? " WHERE rid = ?12 AND id = ?1 AND status = ?11 AND recipient = ?3"
+            : shape == 16 ? " WHERE id = ?1 AND status = ?11" : " WHERE id = ?1 AND status = ?11 AND recipient = ?3"
+        let s = try db.statement(sql)
+        updateStatements[shape] = s
+        return s
+    }
 
-    /// The two updates of ``replace(_:expected:)``.
-    private var updateStatements: (byID: SQLiteStatement, byRow: SQLiteStatement)?
+    /// The updates of ``replace(_:expected:)``, by shape.
+    private var updateStatements: [SQLiteStatement?] = Array(repeating: nil, count: 17)
 
     /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:)``.
     var rowids: [String: Int64] = [:]

@@ -30,6 +30,14 @@ public struct Recoverer {
     private let transport: any Transport
     private let staleAfter: MsgDuration
     private let clock: () -> Timestamp
+    /// A lease's sender, the key of its one liveness check.
+    private struct OwnerKey: Hashable {
+        var host: String
+        var pid: Int32
+        var until: Int64
+    }
+    /// The most records recovered in one claim (one commit).
+    static let chunk = 8192
 
     /// A recoverer. - Parameter staleAfter: how long a message must have been sending.
     public init(store: any Store, transport: any Transport, staleAfter: MsgDuration, clock: @escaping () -> Timestamp = { Timestamp.now() }) {
@@ -62,34 +70,48 @@ public struct Recoverer {
         var known: [String: Bool] = [:]
         known.reserveCapacity(candidates.count)
         for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
-        var decided: [Message] = []
-        let resolved = try store.claim(query, limit: Int.max) { (m) throws(MsgError) -> Message? in
-            // A damaged record is set aside as dead by the store, not recovered.
-            if m.isDamaged { return nil }
-            if let lease = m.lease, Owner.isAlive(lease, now: now) {
-                summary.alive += 1
-                return nil
+        // Claims of at most `chunk` records, each printed when committed: memory does
+        // not grow with the number of records, and each record is read once.
+        var owners: [OwnerKey: Bool] = [:]
+        var position: ClaimPosition?
+        while true {
+            var decided: [Message] = []
+            let result = try store.claim(ClaimRequest(query: query, limit: Self.chunk, after: position, chunk: 1024)) { (m) throws(MsgError) -> Message? in
+                // A damaged record is set aside as dead by the store, not recovered.
+                if m.isDamaged { return nil }
+                if let lease = m.lease {
+                    // One look per sender, not per message.
+                    let owner = OwnerKey(host: lease.host, pid: lease.pid, until: lease.until.milliseconds)
+                    let alive = owners[owner] ?? Owner.isAlive(lease, now: now)
+                    owners[owner] = alive
+                    if alive {
+                        summary.alive += 1
+                        return nil
+                    }
+                }
+                var x = m
+                x.lease = nil
+                var delivered = false
+                if let answer = known[m.id] { delivered = answer } else { delivered = try transport.lookup(m.id) ?? false }
+                if delivered {
+                    try x.transition(to: .sent, event: "recovered", at: now)
+                    summary.markedSent += 1
+                } else {
+                    try x.transition(to: .queued, event: "recovered", at: now)
+                    summary.requeued += 1
+                }
+                if dryRun {
+                    decided.append(x)
+                    return nil
+                }
+                return x
             }
-            var x = m
-            x.lease = nil
-            var delivered = false
-            if let answer = known[m.id] { delivered = answer } else { delivered = try transport.lookup(m.id) ?? false }
-            if delivered {
-                try x.transition(to: .sent, event: "recovered", at: now)
-                summary.markedSent += 1
-            } else {
-                try x.transition(to: .queued, event: "recovered", at: now)
-                summary.requeued += 1
-            }
-            if dryRun {
-                decided.append(x)
-                return nil
-            }
-            return x
+            // As stored, from the bytes the store wrote; a dry run encodes what it decided.
+            for r in result.taken { try report(r) }
+            for m in decided { try report(EncodedMessage(m)) }
+            position = result.position
+            if result.reachedEnd || position == nil { break }
         }
-        // As stored, from the bytes the store wrote; a dry run encodes what it decided.
-        for r in resolved { try report(r) }
-        for m in decided { try report(EncodedMessage(m)) }
         return summary
     }
 }

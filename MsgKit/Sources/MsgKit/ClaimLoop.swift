@@ -78,8 +78,14 @@ extension Store {
     /// - Throws: `storeIO`, `corrupt`, or what `transform` throws (then nothing is stored).
     public func claim(_ query: Query, limit: Int, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> [EncodedMessage] {
         if limit <= 0 { return [] }
-        return try withoutActuallyEscaping(transform) { (t) throws(MsgError) -> [EncodedMessage] in
-            try claim(ClaimRequest(query: query, limit: limit, chunk: 1024), TransformPlanner(t)).taken
+        return try claim(ClaimRequest(query: query, limit: limit, chunk: 1024), transform).taken
+    }
+
+    /// ``claim(_:limit:_:)`` for `request`: from its position, up to its limit, saying
+    /// where it stopped, so a long pass goes on in claims of bounded size.
+    public func claim(_ request: ClaimRequest, _ transform: (Message) throws(MsgError) -> Message?) throws(MsgError) -> ClaimResult {
+        try withoutActuallyEscaping(transform) { (t) throws(MsgError) -> ClaimResult in
+            try claim(request, TransformPlanner(t))
         }
     }
 }
