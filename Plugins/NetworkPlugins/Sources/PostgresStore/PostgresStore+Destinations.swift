@@ -10,7 +10,11 @@ extension PostgresStore {
         try writable()
         let schema = db.address.schema
         return try db.transaction("claiming messages") { () throws(MsgError) -> R in
-            try db.query("SELECT pg_advisory_xact_lock(hashtext('msg claim'), hashtext(\(schema)))", "waiting for the claim lock")
+            // The claim's reads want the FIFO index and its order (a LIMIT stops them
+            // early); a planner that trusts a freshly filled table's statistics sorts
+            // the whole queue instead (71 ms instead of 3 for 1,024 of 67,000).
+            try db.query("SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true), pg_advisory_xact_lock(hashtext('msg claim'), hashtext(\(schema)))",
+                         "waiting for the claim lock")
             return try body(PostgresClaimSession(self))
         }
     }
@@ -108,7 +112,9 @@ final class PostgresClaimSession: ClaimSession {
     func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
         var filter = PostgresFilter(query)
         if let position { filter.after(createdAt: position.createdAt.milliseconds, id: position.id) }
-        if !skipping.isEmpty { filter.add("recipient <> ALL($)", skipping.sorted()) }
+        // A hashed subplan: `<> ALL($)` would compare each row with every key skipped
+        // (51 ms instead of 2 ms for 1,024 rows past 3,000 keys held by other workers).
+        if !skipping.isEmpty { filter.add("recipient NOT IN (SELECT unnest($::text[]))", skipping.sorted()) }
         let rows = try store.db.query(filter.select(StoredRow.columns, from: store.table, limit: limit), "claiming messages")
         var out: [ClaimRow] = []
         for row in rows {
