@@ -153,8 +153,12 @@ struct DeliveryTraceFile {
     @Test func aBreakerWhoseCoolDownEndedProbesOnceThenClosesWhenTheDestinationIsBack() throws {
         let s = try Sandbox()
         _ = try s.sh("for i in 1 2 3 4 5; do echo '{\"to\":\"down\",\"body\":\"'$i'\"}'; done | msg compose --enqueue > /dev/null")
-        let opened = try s.sh("msg flush --breaker 2 --breaker-cooldown 1ms --transport 'stdout:?fd=3&fail_to=down' 3>/dev/null > /dev/null")
-        #expect(opened.status == 75 && opened.err.contains("circuit open for 1ms after 2 failures"), "\(opened.err)")
+        // A cool-down long enough that the run that opened the breaker cannot probe
+        // (it would with 1 ms on a loaded machine), then waited out by asking msg.
+        let opened = try s.sh("msg flush --breaker 2 --breaker-cooldown 1s --transport 'stdout:?fd=3&fail_to=down' 3>/dev/null > /dev/null")
+        #expect(opened.status == 75 && opened.err.contains("circuit open for 1s after 2 failures"), "\(opened.err)")
+        let halfOpen = try s.sh("for i in $(seq 100); do msg destinations | grep -q half-open && exit 0; sleep 0.05; done; exit 1")
+        #expect(halfOpen.status == 0, "the cool-down ended: \(halfOpen.out)")
         let back = try s.sh("msg flush --breaker 2 --transport 'stdout:?fd=3&trace=\(s.home)/trace' 3>/dev/null | wc -l")
         #expect(back.status == 0 && back.lines == ["3"], "\(back.out)\(back.err)")
         #expect(back.err.contains("msg: destination down: circuit closed, a message went out"), "\(back.err)")

@@ -50,6 +50,10 @@ final class TerminalSession {
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
             for fd: Int32 in 0...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_RDWR, 0) }
+            // Nothing else: the server lives through the suite, and a pipe another test
+            // made a moment ago (Foundation's are not close-on-exec) would never see
+            // its end while the server held it, so that test's read would hang.
+            closeFrom3(&actions)
             let argv = (["tmux", "-L", socket, "-f", "/dev/null"] + arguments).map { strdup($0) } + [nil]
             defer { for a in argv { free(a) } }
             var pid: pid_t = 0
@@ -70,4 +74,12 @@ final class TerminalSession {
         p.waitUntilExit()
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np(actions, 3)` (glibc 2.34), which
+/// Swift's Glibc module does not show: looked up by name.
+private func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
+    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+    _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, 3)
 }
