@@ -2,12 +2,22 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// `msg destinations`: each destination's breaker, pause, throttle and last error,
-/// with its waiting messages.
-struct DestinationsCommand: SessionCommand {
+/// `msg destinations`: lists destinations (the default), suspends and resumes one.
+struct DestinationsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "destinations",
-        abstract: "List destinations: breaker state, next probe, pause, tokens, waiting messages, last error."
+        abstract: "List destinations (the default), suspend or resume one.",
+        subcommands: [DestinationsListCommand.self, DestinationsSuspendCommand.self, DestinationsResumeCommand.self],
+        defaultSubcommand: DestinationsListCommand.self
+    )
+}
+
+/// `msg destinations [ls]`: each destination's suspension, breaker, pause, throttle
+/// and last error, with its waiting messages.
+struct DestinationsListCommand: SessionCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls",
+        abstract: "List destinations: suspension, breaker state, next probe, pause, tokens, waiting messages, last error."
     )
     @OptionGroup var global: GlobalOptions
     @Option(help: "ndjson, json or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
@@ -28,14 +38,59 @@ struct DestinationsCommand: SessionCommand {
             let rows = entries.map { e -> [String] in
                 let v = Destinations.json(e, now: now)
                 let error = v["last_error"].map { "\($0["code"]?.stringValue ?? ""): \($0["message"]?.stringValue ?? "")" } ?? ""
-                return [e.key, v["breaker"]?.stringValue ?? "", v["next_probe"]?.stringValue ?? v["paused_until"]?.stringValue ?? "",
+                let suspended = v["suspended"].map { "until " + ($0["until"]?.stringValue ?? "resumed") + ": " + ($0["reason"]?.stringValue ?? "") } ?? ""
+                return [e.key, suspended, v["breaker"]?.stringValue ?? "", v["next_probe"]?.stringValue ?? v["paused_until"]?.stringValue ?? "",
                         v["throttle"]?.stringValue ?? "", String(e.queued), String(e.failed), String(e.sending), error]
             }
-            let header = ["DESTINATION", "BREAKER", "UNTIL", "THROTTLE", "QUEUED", "FAILED", "SENDING", "LAST ERROR"]
+            let header = ["DESTINATION", "SUSPENDED", "BREAKER", "UNTIL", "THROTTLE", "QUEUED", "FAILED", "SENDING", "LAST ERROR"]
             out.write(TextTable.render(header: header, rows: rows))
         default:
             out.writeJSON(entries.map { Destinations.json($0, now: now) }, asArray: format == .json)
         }
         try out.flush()
+    }
+}
+
+/// `msg destinations suspend DEST`: no message of DEST is claimed, by any process on
+/// the store, until `resume` or the end of `--for`/`--until`.
+struct DestinationsSuspendCommand: SessionCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "suspend",
+        abstract: "Suspend a destination: no process on the store sends to it until resumed (or --for ends).",
+        discussion: """
+        Messages already being sent when it is suspended finish; the rest stay queued, \
+        no attempt counted. flush and retry count them as held back (exit 75). \
+        msg destinations and msg queue show say so, with the reason.
+        """
+    )
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The destination, as msg destinations lists it.") var destination: String
+    @Option(name: .customLong("for"), help: ArgumentHelp("Resume by itself after this long (2h, 30m).", valueName: "duration"),
+            transform: ArgumentValue.duration)
+    var duration: MsgDuration?
+    @Option(help: "Why; kept with the suspension and shown wherever it is.") var reason: String
+
+    func validate() throws {
+        if let duration, duration.milliseconds <= 0 { throw ValidationError("--for must be longer than 0") }
+    }
+
+    func run(_ session: Session) throws {
+        let now = Timestamp.now()
+        let until = duration.map { now.adding($0) }
+        let destinations = Destinations(store: try session.store())
+        _ = try destinations.suspend(destination, until: until, reason: reason, now: now)
+        session.reporter.say("destination \(TextTable.escaped(destination)): suspended " + (until.map { "until \($0)" } ?? "until msg destinations resume"))
+    }
+}
+
+/// `msg destinations resume DEST`: ends a suspension.
+struct DestinationsResumeCommand: SessionCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a suspended destination.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The destination, as msg destinations lists it.") var destination: String
+
+    func run(_ session: Session) throws {
+        let was = try Destinations(store: try session.store()).resume(destination)
+        session.reporter.say("destination \(TextTable.escaped(destination)): " + (was ? "resumed" : "was not suspended"))
     }
 }

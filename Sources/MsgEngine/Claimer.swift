@@ -147,12 +147,12 @@ final class Claimer {
     func took(_ id: String) -> Bool { attempted.contains(id) }
 
     /// The destinations this scan holds until a time (a breaker's cool-down, a pause,
-    /// a throttle), with how many messages wait for each: counted in the store per
+    /// a throttle) or a suspension, with how many messages wait for each: counted in the store per
     /// recipient (the scan skipped most of them unread). One busy in another process
     /// or probing is not told, so it costs no count.
     func holds() throws(MsgError) -> [(key: String, hold: DestinationBook.Hold, waiting: Int)] {
         var out: [(key: String, hold: DestinationBook.Hold, waiting: Int)] = []
-        for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.until != nil {
+        for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
             var n = scan.heldCount[key] ?? 0
             if options.rules.key == .recipient {
                 n = try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))

@@ -6,11 +6,13 @@ import MsgKit
 /// it, so the rules cannot drift apart.
 ///
 /// The order, each rule holding the destination before the next is asked:
-/// 1. *in flight*: another message of it is `sending` (one at a time, FIFO);
-/// 2. *paused*: it asked for a pause (`rate_limited` with `retry_after`);
-/// 3. *breaker*: open until its cool-down ends; then half-open, one probe at a
+/// 1. *suspended*: an operator suspended it (`msg destinations suspend`), until
+///    resumed or the suspension's end;
+/// 2. *in flight*: another message of it is `sending` (one at a time, FIFO);
+/// 3. *paused*: it asked for a pause (`rate_limited` with `retry_after`);
+/// 4. *breaker*: open until its cool-down ends; then half-open, one probe at a
 ///    time (a probe holds it only while in flight with a live sender);
-/// 4. *throttle*: its token bucket is empty until the next token.
+/// 5. *throttle*: its token bucket is empty until the next token.
 /// A message's own times (expiry, `not_before`, backoff) come before all of them.
 public struct DestinationBook: Sendable {
     public let rules: DeliveryRules
@@ -19,6 +21,8 @@ public struct DestinationBook: Sendable {
 
     /// Why a destination's messages wait now.
     public enum Hold: Sendable, Equatable {
+        /// Suspended by hand; `until` nil: until resumed.
+        case suspended(until: Timestamp?)
         case busy
         case paused(until: Timestamp)
         case open(until: Timestamp)
@@ -29,6 +33,7 @@ public struct DestinationBook: Sendable {
         public var until: Timestamp? {
             switch self {
             case .paused(let t), .open(let t), .throttled(let t): t
+            case .suspended(let t): t
             case .busy, .probing: nil
             }
         }
@@ -37,7 +42,7 @@ public struct DestinationBook: Sendable {
         /// (its breaker opened, or it asked for a pause) rather than waiting in a run.
         public var putsBack: Bool {
             switch self {
-            case .open, .paused: true
+            case .open, .paused, .suspended: true
             default: false
             }
         }
@@ -54,6 +59,7 @@ public struct DestinationBook: Sendable {
     /// its messages is in flight; `probeInFlight`: the probe `state` names is in
     /// flight with a live sender. Reads only: ``take(_:probe:id:now:)`` commits.
     public func verdict(_ state: DestinationState, busy: Bool, probeInFlight: Bool, now: Timestamp) -> Verdict {
+        if let suspension = state.suspension, suspension.holds(at: now) { return .hold(.suspended(until: suspension.until)) }
         if busy { return .hold(.busy) }
         if let until = state.pausedUntil, until > now { return .hold(.paused(until: until)) }
         var probe = false
@@ -75,6 +81,7 @@ public struct DestinationBook: Sendable {
     /// allowed: a token from its bucket, the probe's mark, an ended pause forgotten.
     public func take(_ state: inout DestinationState, probe: Bool, id: String, now: Timestamp) {
         if let until = state.pausedUntil, until <= now { state.pausedUntil = nil }
+        if let suspension = state.suspension, !suspension.holds(at: now) { state.suspension = nil }
         if let rate = rules.rate {
             state.rate = rate
             _ = state.takeToken(now: now, rate: rate)
@@ -133,7 +140,7 @@ public struct DestinationBook: Sendable {
 
     /// Why `m` is not going out now, or nil when it may (or is not waiting at all):
     /// its own times first (`held`, `expired`, `not_before`, `backoff`), then the
-    /// destination's rules (`in_flight`, `paused`, `breaker`, `throttled`).
+    /// destination's rules (`suspended`, `in_flight`, `paused`, `breaker`, `throttled`).
     public func why(_ m: Message, key: String, state: DestinationState?, busy: Bool, probeInFlight: Bool, now: Timestamp) -> String? {
         switch m.status {
         case .held: return "held: msg queue release sends it"
@@ -152,6 +159,9 @@ public struct DestinationBook: Sendable {
         }
         guard case .hold(let hold) = book.verdict(state ?? DestinationState(), busy: busy, probeInFlight: probeInFlight, now: now) else { return nil }
         switch hold {
+        case .suspended(let until):
+            let reason = state?.suspension.map { $0.reason.isEmpty ? "" : " (\($0.reason))" } ?? ""
+            return "suspended: \(key) was suspended by hand\(reason) " + (until.map { "until \($0)" } ?? "until msg destinations resume")
         case .busy: return "in_flight: another message to \(key) is being sent; one goes at a time"
         case .paused(let until): return "paused: \(key) asked to wait until \(until)"
         case .open(let until): return "breaker: \(key) is open until \(until) after \(state?.failures ?? 0) failures in a row"

@@ -129,7 +129,7 @@ final class DestinationPlanner: ClaimPlanner {
             scan.hold(key, hold, counting: true)
             return .skip
         case .send(let probe):
-            if probe || rules.rate != nil || s.pausedUntil != nil {
+            if probe || rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
                 hasStates = true
                 book.take(&s, probe: probe, id: m.id, now: now)
                 states[key] = s

@@ -1,7 +1,7 @@
 import MsgKit
 
-/// What msg knows about one destination (docs/DESIGN.md 6): its circuit breaker, a
-/// pause the destination asked for, and its token bucket. Stored per key as the
+/// What msg knows about one destination (docs/DESIGN.md 6): a suspension an operator
+/// made, its circuit breaker, a pause the destination asked for, and its token bucket. Stored per key as the
 /// text of a small JSON object, through ``Store/claim(_:_:)``, so every process on
 /// the store, and the next cron run, sees it.
 public struct DestinationState: Sendable, Equatable {
@@ -25,6 +25,25 @@ public struct DestinationState: Sendable, Equatable {
     public var rate: Rate?
     /// The last failure seen, while there are failures.
     public var lastError: Message.Failure?
+    /// Suspended by hand (`msg destinations suspend`), until resumed or its end.
+    public var suspension: Suspension?
+
+    /// A destination an operator stopped: since when, until when (nil: until
+    /// `msg destinations resume`), and why.
+    public struct Suspension: Sendable, Equatable {
+        public var since: Timestamp
+        public var until: Timestamp?
+        public var reason: String
+
+        public init(since: Timestamp, until: Timestamp?, reason: String) {
+            self.since = since
+            self.until = until
+            self.reason = reason
+        }
+
+        /// Whether it still holds at `now`.
+        public func holds(at now: Timestamp) -> Bool { until.map { $0 > now } ?? true }
+    }
 
     public init() {}
 
@@ -217,6 +236,11 @@ extension DestinationState {
             key("error_message"); w.string(lastError.message)
             key("error_at"); w.int(Int(lastError.at.milliseconds))
         }
+        if let suspension {
+            key("suspended_at"); w.int(Int(suspension.since.milliseconds))
+            if let until = suspension.until { key("suspended_until"); w.int(Int(until.milliseconds)) }
+            key("suspend_reason"); w.string(suspension.reason)
+        }
         w.raw("}")
         return String(decoding: w.bytes, as: UTF8.self)
     }
@@ -241,6 +265,9 @@ extension DestinationState {
         }
         if let code = v["error_code"]?.stringValue, let at = time("error_at") {
             lastError = Message.Failure(code: code, message: v["error_message"]?.stringValue ?? "", retryable: true, at: at)
+        }
+        if let since = time("suspended_at") {
+            suspension = Suspension(since: since, until: time("suspended_until"), reason: v["suspend_reason"]?.stringValue ?? "")
         }
     }
 }

@@ -1,7 +1,8 @@
 import MsgKit
 
 /// What `msg destinations` and `msg queue show` say about destinations: their
-/// stored state (breaker, pause, throttle, last error) with their waiting messages.
+/// stored state (suspension, breaker, pause, throttle, last error) with their
+/// waiting messages; and the operator's suspend and resume.
 public struct Destinations {
     /// One destination as listed.
     public struct Entry: Sendable {
@@ -40,6 +41,35 @@ public struct Destinations {
         return entries.values.sorted { $0.key < $1.key }
     }
 
+    /// Suspends destination `key` (`msg destinations suspend`) until `until`, or until
+    /// resumed when nil, in one claim step: every process on the store sees it at its
+    /// next claim. Messages already claimed go on; nothing more of it is claimed.
+    /// - Returns: the state as stored. - Throws: store errors; `usage` for an empty key
+    ///   or a reason over 1 KiB.
+    public func suspend(_ key: String, until: Timestamp?, reason: String, now: Timestamp = .now()) throws(MsgError) -> DestinationState {
+        guard reason.utf8.count <= 1024 else { throw MsgError(.usage, "--reason is \(reason.utf8.count) bytes; at most 1024") }
+        return try change(key) { $0.suspension = .init(since: now, until: until, reason: reason) }
+    }
+
+    /// Ends a suspension. - Returns: whether `key` was suspended. - Throws: store errors.
+    public func resume(_ key: String, now: Timestamp = .now()) throws(MsgError) -> Bool {
+        var was = false
+        _ = try change(key) { s in
+            was = s.suspension?.holds(at: now) ?? false
+            s.suspension = nil
+        }
+        return was
+    }
+
+    private func change(_ key: String, _ body: (inout DestinationState) -> Void) throws(MsgError) -> DestinationState {
+        try store.claimSession { (session) throws(MsgError) -> DestinationState in
+            var s = try session.states([key])[key].map { DestinationState(text: $0) } ?? DestinationState()
+            body(&s)
+            _ = try session.store([], states: [key: s.isEmpty ? nil : s.text])
+            return s
+        }
+    }
+
     /// The entry as a JSON object: `destination`, `breaker`, the times, counts, `last_error`.
     public static func json(_ e: Entry, now: Timestamp) -> JSONValue {
         var members: [JSONValue.Member] = [.init("destination", .string(e.key))]
@@ -50,6 +80,12 @@ public struct Destinations {
             members.append(.init("breaker", .string("open")))
             time("next_probe", until)
         case .halfOpen(let probe): members.append(.init("breaker", .string(probe != nil && e.sending > 0 ? "probing" : "half-open")))
+        }
+        if let suspension = e.state.suspension, suspension.holds(at: now) {
+            var inner: [JSONValue.Member] = [.init("since", .string(suspension.since.description))]
+            if let until = suspension.until { inner.append(.init("until", .string(until.description))) }
+            inner.append(.init("reason", .string(suspension.reason)))
+            members.append(.init("suspended", .object(inner)))
         }
         members.append(.init("failures", .number(String(e.state.failures))))
         if let until = e.state.pausedUntil, until > now { time("paused_until", until) }

@@ -212,6 +212,9 @@ public final class Flusher {
             case .open(let until):
                 summary.heldBack += n
                 summary.holds.append("destination \(key): circuit open until \(until); \(messages) without an attempt counted")
+            case .suspended(let until):
+                summary.heldBack += n
+                summary.holds.append("destination \(key): suspended " + (until.map { "until \($0)" } ?? "until msg destinations resume") + "; \(messages)")
             case .paused(let until) where remaining > 0:
                 summary.heldBack += n
                 summary.holds.append("destination \(key): paused until \(until), as it asked; \(messages)")

@@ -282,4 +282,27 @@ final class TracingTransport: Transport {
         #expect([1, 2, 3, 6, 9].map { rules.coolDown(opens: $0).milliseconds } == [30_000, 60_000, 120_000, 600_000, 600_000])
         #expect(throws: MsgError.self) { try Rate(parsing: "10/x") }
     }
+
+    /// A suspension comes first in the book, ends at its time, is forgotten by the
+    /// first take after it, and survives the stored text.
+    @Test func aSuspensionHoldsBeforeEveryOtherRuleUntilItEnds() {
+        let t = Fixtures.t0
+        var rules = DeliveryRules()
+        rules.rate = Rate(count: 1, periodMilliseconds: 1000, burst: 1)
+        let book = DestinationBook(rules: rules)
+        var s = DestinationState()
+        s.suspension = .init(since: t, until: t.adding(.seconds(60)), reason: "deploy")
+        s.openUntil = t.adding(.seconds(600))
+        #expect(DestinationState(text: s.text) == s)
+        #expect(book.verdict(s, busy: true, probeInFlight: false, now: t) == .hold(.suspended(until: t.adding(.seconds(60)))))
+        #expect(DestinationBook.Hold.suspended(until: nil).putsBack && DestinationBook.Hold.suspended(until: nil).until == nil)
+        s.openUntil = nil
+        let later = t.adding(.seconds(60))
+        #expect(book.verdict(s, busy: false, probeInFlight: false, now: later) == .send(probe: false), "it ended at its time")
+        book.take(&s, probe: false, id: "m", now: later)
+        #expect(s.suspension == nil, "an ended suspension is forgotten")
+        s.suspension = .init(since: t, until: nil, reason: "")
+        #expect(book.verdict(s, busy: false, probeInFlight: false, now: t.adding(.seconds(86_400 * 365))) == .hold(.suspended(until: nil)))
+        #expect(DestinationState(text: s.text).suspension?.until == nil)
+    }
 }
