@@ -1,0 +1,60 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// `msg metrics` (#27), through the real binary, checked by Prometheus's own
+/// `promtool check metrics` (Debian's prometheus package, from scripts/deps).
+@Suite(.timeLimit(.minutes(2))) struct MetricsTests {
+    /// A store with sent, failed, dead, held, future and suspended messages: every
+    /// family is there, promtool accepts it, and the values are the store's.
+    @Test func theStoreIsToldInPrometheusTextFormat() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            (for i in 1 2 3; do echo '{"to":"ok@x","body":"'$i'"}'; done
+             echo '{"to":"down@x","body":"f"}'
+             echo '{"to":"quote\\"d@x","body":"q"}') | msg compose --enqueue > /dev/null
+            echo '{"to":"later@x","body":"l","not_before":"2999-01-01T00:00:00Z"}' | msg compose --enqueue > /dev/null
+            msg flush --transport 'stdout:?fd=3&fail_to=down@x' 3>/dev/null > /dev/null 2>&1
+            echo '{"to":"gone@x","body":"d"}' | msg compose --enqueue > /dev/null
+            msg flush --transport 'stdout:?fd=3&fail_to=gone@x&error=rejected' 3>/dev/null > /dev/null 2>&1
+            msg destinations suspend paused@x --reason test 2>/dev/null
+            msg metrics > metrics.txt; echo "exit $?"
+            promtool check metrics < metrics.txt && echo promtool ok
+            cat metrics.txt
+            """)
+        #expect(Array(r.lines.prefix(2)) == ["exit 0", "promtool ok"], "\(r.out) \(r.err)")
+        let samples = Set(r.lines.filter { !$0.hasPrefix("#") })
+        for line in ["msg_messages{status=\"sent\"} 4", "msg_messages{status=\"failed\"} 1", "msg_messages{status=\"dead\"} 1",
+                     "msg_messages{status=\"queued\"} 1", "msg_queue_due_messages 0", "msg_queue_lag_seconds 0",
+                     "msg_attempts_total{outcome=\"sent\",code=\"\"} 4", "msg_attempts_total{outcome=\"failed\",code=\"remote\"} 1",
+                     "msg_attempts_total{outcome=\"dead\",code=\"rejected\"} 1", "msg_enqueue_to_sent_seconds_count 4",
+                     "msg_destination_deliveries_total{destination=\"ok@x\"} 3",
+                     "msg_destination_deliveries_total{destination=\"quote\\\"d@x\"} 1",
+                     "msg_destination_failures_total{destination=\"down@x\"} 1",
+                     "msg_destinations{state=\"suspended\"} 1", "msg_destination_state{destination=\"paused@x\",state=\"suspended\"} 1"] {
+            #expect(samples.contains(line), "\(line) in \(r.out)")
+        }
+    }
+
+    /// `--top` bounds the per-destination series; `--textfile` writes DIR/msg.prom
+    /// whole, readable by node_exporter; a missing directory is a clear error.
+    @Test func seriesAreBoundedAndTheTextfileIsReplacedWhole() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            (for i in 1 2 3; do echo '{"to":"a@x","body":"'$i'"}'; done
+             for i in 1 2; do echo '{"to":"b@x","body":"'$i'"}'; done
+             echo '{"to":"c@x","body":"c"}') | msg compose --enqueue > /dev/null
+            msg flush --transport stdout: > /dev/null
+            mkdir textfiles
+            msg metrics --top 1 --textfile textfiles; echo "exit $?"
+            stat -c %a textfiles/msg.prom; ls textfiles
+            grep '^msg_destination_deliveries_total' textfiles/msg.prom
+            msg metrics --textfile missing 2>&1; echo "exit $?"
+            """)
+        #expect(r.lines == ["exit 0", "644", "msg.prom",
+                            "msg_destination_deliveries_total{destination=\"a@x\"} 3",
+                            "msg_destination_deliveries_total{destination=\"(other)\"} 3",
+                            "msg: --textfile missing: not a directory (node_exporter's --collector.textfile.directory)", "exit 78"],
+                "\(r.out) \(r.err)")
+    }
+}
