@@ -2,7 +2,9 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// The filters of `queue ls` and `queue count`.
+/// The one filter of `queue ls`, `count`, `rm`, `hold` and `release` (what `ls`
+/// lists, `ls | retry` retries): status, recipient, header, last error code,
+/// attempts, creation time, last update.
 struct FilterOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only these statuses: comma-separated or repeated (queued,failed…), or all.", valueName: "list"),
             completion: Completion.statuses, transform: ArgumentValue.statuses)
@@ -13,11 +15,50 @@ struct FilterOptions: ParsableArguments {
     @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 1h).", transform: ArgumentValue.time)
     var since: Timestamp?
 
+    @Option(help: "Only messages created before this time (RFC 3339, a date, or an age such as 1h: older than that).",
+            transform: ArgumentValue.time)
+    var until: Timestamp?
+
+    @Option(name: .customLong("updated-before"), help: ArgumentHelp("Only messages last changed before this time (or an age: untouched for that long).", valueName: "time"),
+            transform: ArgumentValue.time)
+    var updatedBefore: Timestamp?
+
+    @Option(help: ArgumentHelp("Only messages with this header (NAME), or with this value (NAME=VALUE).", valueName: "name[=value]"))
+    var header: String?
+
+    @Option(help: ArgumentHelp("Only messages whose last error has this code (remote, timeout, rate_limited, rejected, expired…), or none.", valueName: "code"))
+    var error: String?
+
+    @Option(name: .customLong("min-attempts"), help: "Only messages with at least this many counted attempts.") var minAttempts: Int?
+
     @Option(parsing: .unconditional, help: "At most this many messages.") var limit: Int?
 
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+        if let minAttempts, minAttempts < 0 { throw ValidationError("--min-attempts must be 0 or more") }
+        if let header, header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first?.isEmpty ?? true {
+            throw ValidationError("--header takes NAME or NAME=VALUE")
+        }
     }
+
+    /// Whether any filter was given (an action then selects by it).
+    var isGiven: Bool {
+        !status.isEmpty || to != nil || since != nil || until != nil || updatedBefore != nil || header != nil || error != nil
+            || minAttempts != nil || limit != nil
+    }
+
+    /// What the store's query cannot ask.
+    func filter() -> MessageFilter {
+        var f = MessageFilter(errorCode: error, minAttempts: minAttempts)
+        if let header {
+            let parts = header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            f.header = (String(parts[0]), parts.count > 1 ? String(parts[1]) : nil)
+        }
+        return f
+    }
+
+    /// The listing of the filter.
+    func listing() -> Listing { Listing(query: query(), filter: filter()) }
 
     /// The store query, restricted to the ids on stdin when it is not a terminal and
     /// holds any (so `msg queue add | msg queue ls` lists what was just stored).
@@ -35,6 +76,6 @@ struct FilterOptions: ParsableArguments {
 
     /// The store query.
     func query() -> Query {
-        Query(statuses: status.union, to: to, since: since, limit: limit)
+        Query(statuses: status.union, to: to, since: since, until: until, updatedBy: updatedBefore, limit: limit)
     }
 }

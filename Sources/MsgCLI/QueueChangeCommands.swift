@@ -12,28 +12,77 @@ func runChange(_ session: Session, _ targets: TargetOptions,
     try finish(badLines > 0 ? 65 : outcome.exitCode)
 }
 
+/// How `rm`, `hold` and `release` choose and act: the ids given (arguments or
+/// stdin), narrowed by the filter; or, with none given, every message the filter
+/// matches (as `ls` lists them). `--dry-run` prints what would change and how many.
+struct ActionOptions: ParsableArguments {
+    @OptionGroup var targets: TargetOptions
+    @OptionGroup var filters: FilterOptions
+    @Flag(name: .customLong("dry-run"), help: "Print the messages that would change and how many; change nothing.") var dryRun = false
+
+    /// Selects, acts (or previews), prints the records and says how many on stderr.
+    func run(_ session: Session, verb: String,
+             _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
+        let (given, badLines) = try targets.resolve(required: !filters.isGiven)
+        let store = try session.store()
+        var ids = given
+        if filters.isGiven {
+            var listing = filters.listing()
+            if let given { listing.query.ids = Set(given) }
+            let matching = try listing.ids(in: store)
+            if let given {
+                // Keep the order given; report none of those the filter leaves out.
+                let keep = Set(matching)
+                ids = given.filter { keep.contains($0) }
+            } else {
+                ids = matching
+            }
+        }
+        let operations = QueueOperations(store: store, reporter: session.reporter, dryRun: dryRun)
+        let outcome = try body(operations, ids ?? [])
+        let writer = session.console.writer()
+        for m in outcome.changed { try writer.write(m, includeHistory: false) }
+        let n = outcome.changed.count
+        if dryRun {
+            session.reporter.say("dry run: would \(verb) \(n) message\(n == 1 ? "" : "s"); nothing changed")
+        } else if filters.isGiven {
+            session.reporter.say("\(verb): \(n) message\(n == 1 ? "" : "s")")
+        }
+        try finish(badLines > 0 ? 65 : outcome.exitCode)
+    }
+}
+
 /// `msg queue hold`: keeps queued messages from being sent until released.
 struct QueueHoldCommand: SessionCommand {
-    static let configuration = CommandConfiguration(commandName: "hold", abstract: "Hold queued messages back (queued -> held).")
+    static let configuration = CommandConfiguration(
+        commandName: "hold", abstract: "Hold queued messages back (queued -> held): the ids given, or all the filter matches.")
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var targets: TargetOptions
-    func run(_ session: Session) throws { try runChange(session, targets) { (q, ids) throws(MsgError) in try q.move(ids, to: .held, event: "held") } }
+    @OptionGroup var action: ActionOptions
+    @Option(help: "Why; kept in each message's history.") var reason: String?
+    func run(_ session: Session) throws {
+        try action.run(session, verb: "hold") { (q, ids) throws(MsgError) in try q.move(ids, to: .held, event: "held", reason: reason) }
+    }
 }
 
 /// `msg queue release`: lets held messages go.
 struct QueueReleaseCommand: SessionCommand {
-    static let configuration = CommandConfiguration(commandName: "release", abstract: "Let held messages go (held -> queued).")
+    static let configuration = CommandConfiguration(
+        commandName: "release", abstract: "Let held messages go (held -> queued): the ids given, or all the filter matches.")
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var targets: TargetOptions
-    func run(_ session: Session) throws { try runChange(session, targets) { (q, ids) throws(MsgError) in try q.move(ids, to: .queued, event: "released") } }
+    @OptionGroup var action: ActionOptions
+    @Option(help: "Why; kept in each message's history.") var reason: String?
+    func run(_ session: Session) throws {
+        try action.run(session, verb: "release") { (q, ids) throws(MsgError) in try q.move(ids, to: .queued, event: "released", reason: reason) }
+    }
 }
 
 /// `msg queue rm`: deletes messages.
 struct QueueRemoveCommand: SessionCommand {
-    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete messages (not while they are being sent); print each deleted record.")
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Delete messages (not while they are being sent): the ids given, or all the filter matches; print each deleted record.")
     @OptionGroup var global: GlobalOptions
-    @OptionGroup var targets: TargetOptions
-    func run(_ session: Session) throws { try runChange(session, targets) { (q, ids) throws(MsgError) in try q.remove(ids) } }
+    @OptionGroup var action: ActionOptions
+    func run(_ session: Session) throws { try action.run(session, verb: "remove") { (q, ids) throws(MsgError) in try q.remove(ids) } }
 }
 
 /// `msg queue mark`: applies delivery receipts.

@@ -28,7 +28,7 @@ struct QueueListCommand: SessionCommand {
         let (query, badLines) = try filters.queryWithTargets()
         let formatter = RecordFormatter(format: format ?? session.console.format, includeHistory: history,
                                         output: session.console.buffer(), width: session.console.width)
-        try Listing(query: query).write(from: store, formatter: formatter, includeHistory: history)
+        try Listing(query: query, filter: filters.filter()).write(from: store, formatter: formatter, includeHistory: history)
         try finish(badLines > 0 ? 65 : 0)
     }
 }
@@ -46,7 +46,7 @@ struct QueueCountCommand: SessionCommand {
     func run(_ session: Session) throws {
         let store = try session.store(.read)
         let (query, badLines) = try filters.queryWithTargets()
-        let n = try Listing(query: query).count(in: store)
+        let n = try Listing(query: query, filter: filters.filter()).count(in: store)
         let out = session.console.buffer()
         out.write("\(n)\n")
         try out.flush()

@@ -2,11 +2,15 @@ import MsgKit
 
 /// `queue ls` and `queue count`: records matching a query, in FIFO order.
 public struct Listing {
-    /// The filters of `ls` and `count`.
+    /// The filters of `ls` and `count`: the store's query, and what it cannot ask.
     public var query: Query
+    public var filter: MessageFilter
 
-    /// A listing of `query`.
-    public init(query: Query) { self.query = query }
+    /// A listing of `query` narrowed by `filter`.
+    public init(query: Query, filter: MessageFilter = MessageFilter()) {
+        self.query = query
+        self.filter = filter
+    }
 
     /// Writes the matching records. - Throws: `storeIO`, `corrupt`.
     /// In `msg shell`, Ctrl-C ends a long listing early (asked every 4096 records).
@@ -17,7 +21,19 @@ public struct Listing {
             written += 1
             return written & 4095 != 0 || stop.reason == nil
         }
-        if formatter.acceptsJSON {
+        if !filter.isEmpty {
+            // Decoded to be asked; the limit counts matches, not records read.
+            var storeQuery = query
+            storeQuery.limit = nil
+            var left = query.limit ?? Int.max
+            guard left > 0 else { return try formatter.finish() }
+            try store.list(storeQuery) { (r) throws(MsgError) -> Bool in
+                guard filter.matches(r.message) else { return true }
+                try formatter.write(r.message)
+                left -= 1
+                return left > 0 && goOn()
+            }
+        } else if formatter.acceptsJSON {
             try store.listJSON(query, includeHistory: includeHistory) { (json) throws(MsgError) -> Bool in
                 try formatter.writeJSON(json)
                 return goOn()
@@ -33,6 +49,21 @@ public struct Listing {
 
     /// The number of matching records. - Throws: `storeIO`, `corrupt`.
     public func count(in store: any Store) throws(MsgError) -> Int {
-        try store.count(query)
+        guard !filter.isEmpty else { return try store.count(query) }
+        return try ids(in: store).count
+    }
+
+    /// The ids of the matching records, in FIFO order. - Throws: `storeIO`, `corrupt`.
+    public func ids(in store: any Store) throws(MsgError) -> [String] {
+        var storeQuery = query
+        storeQuery.limit = nil
+        let limit = query.limit ?? Int.max
+        var ids: [String] = []
+        guard limit > 0 else { return ids }
+        try store.list(storeQuery) { (r) throws(MsgError) -> Bool in
+            if filter.matches(r.message) { ids.append(r.message.id) }
+            return ids.count < limit
+        }
+        return ids
     }
 }

@@ -9,12 +9,15 @@ public struct QueueOperations {
     private let store: any Store
     private let now: Timestamp
     private let reporter: Reporter
+    /// Only say what would change: the changes are worked out, none is stored.
+    private let dryRun: Bool
 
     /// Operations on `store` at time `now`; problems with single ids go to `reporter`.
-    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter) {
+    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter, dryRun: Bool = false) {
         self.store = store
         self.now = now
         self.reporter = reporter
+        self.dryRun = dryRun
     }
 
     /// The outcome of a bulk change.
@@ -34,11 +37,14 @@ public struct QueueOperations {
 
     /// Moves each message to `status` with `event`; a message already there is left
     /// alone without complaint (receipts may arrive twice). - Throws: store errors.
-    public func move(_ ids: [String], to status: Status, event: String) throws(MsgError) -> Outcome {
-        try change(ids) { (m) throws(MsgError) -> Message? in
+    /// `reason`, when given, is kept in the event (`"reason"`).
+    public func move(_ ids: [String], to status: Status, event: String, reason: String? = nil) throws(MsgError) -> Outcome {
+        if let reason, reason.utf8.count > 1024 { throw MsgError(.usage, "--reason is \(reason.utf8.count) bytes; at most 1024") }
+        return try change(ids) { (m) throws(MsgError) -> Message? in
             if m.status == status { return nil }
             var x = m
             try x.transition(to: status, event: event, at: now)
+            if let reason, !x.history.isEmpty { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
             if status == .queued || status == .held { x.lease = nil }
             return x
         }
@@ -87,7 +93,8 @@ public struct QueueOperations {
         var outcome = Outcome()
         let removable = Set(Status.allCases).subtracting([.sending])
         let found = try existing(ids, &outcome)
-        let results = try store.remove(found.map { Removal(id: $0.id, statuses: removable) })
+        let results = dryRun ? found.map { removable.contains($0.status) }
+                             : try store.remove(found.map { Removal(id: $0.id, statuses: removable) })
         for (m, ok) in zip(found, results) {
             if ok {
                 outcome.changed.append(m)
@@ -183,7 +190,7 @@ public struct QueueOperations {
         var outcome = Outcome()
         let found = try existing(ids, &outcome)
         var problems: [String: MsgError] = [:]
-        let changed = try store.claim(Query(ids: Set(found.map(\.id))), limit: found.count) { (m) throws(MsgError) -> Message? in
+        func apply(_ m: Message) throws(MsgError) -> Message? {
             do throws(MsgError) {
                 if m.isDamaged {
                     throw MsgError(.invalidTransition, "it is a damaged record (msg-record(5)): fix the text in its \(Message.damagedRecordKey) field and add it again, or remove it")
@@ -194,11 +201,19 @@ public struct QueueOperations {
                 return nil
             }
         }
+        let changed: [Message]
+        if dryRun {
+            var would: [Message] = []
+            for m in found { if let x = try apply(m) { would.append(x) } }
+            changed = would
+        } else {
+            changed = try store.claim(Query(ids: Set(found.map(\.id))), limit: found.count) { (m) throws(MsgError) -> Message? in try apply(m) }.map(\.message)
+        }
         for (id, error) in problems.sorted(by: { $0.key < $1.key }) {
             reporter.say("\(id): \(error.message)")
         }
         outcome.problems += problems.count
-        outcome.changed = changed.map(\.message)
+        outcome.changed = changed
         return outcome
     }
 }

@@ -1,0 +1,72 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// One filter for `queue ls`, `count`, `rm`, `hold` and `release` (#27), through
+/// the real binary: an action changes exactly what `ls` lists with the same
+/// filter, `--dry-run` changes nothing, `--reason` is kept in the history.
+@Suite(.timeLimit(.minutes(2))) struct FilterActionTests {
+    func seed(_ s: Sandbox) throws {
+        let r = try s.sh("""
+            (for i in 1 2 3; do echo '{"to":"a@x","body":"a'$i'","headers":{"Tenant":"t1"}}'; done
+             echo '{"to":"b@x","body":"b1","headers":{"tenant":"t2"}}'
+             echo '{"to":"down@x","body":"d1"}') | msg compose --enqueue > /dev/null
+            msg flush --transport 'stdout:?fd=3&fail_to=down@x' 3>/dev/null > /dev/null 2>&1
+            (for i in 1 2; do echo '{"to":"a@x","body":"later'$i'","headers":{"tenant":"t1"}}'; done) | msg compose --enqueue > /dev/null
+            """)
+        #expect(r.status == 0, "\(r.err)")
+    }
+
+    @Test func filtersNarrowWhatIsListedAndCounted() throws {
+        let s = try Sandbox()
+        try seed(s)
+        let r = try s.sh("""
+            msg queue count --header tenant=t1
+            msg queue count --header tenant
+            msg queue count --error remote
+            msg queue count --error none --status sent
+            msg queue count --min-attempts 1
+            msg queue count --status queued --header tenant=t1 --limit 1
+            msg queue ls --error remote --format csv | sed -n 2p | cut -d, -f2,4
+            msg queue count --updated-before 2000-01-01
+            msg queue count --header =v 2>&1; echo "exit $?"
+            """)
+        #expect(r.lines == ["5", "6", "1", "4", "5", "1", "failed,down@x", "0",
+                            "msg: --header takes NAME or NAME=VALUE (see msg queue count --help)", "exit 64"], "\(r.out) \(r.err)")
+    }
+
+    @Test func actionsChangeExactlyWhatTheFilterMatches() throws {
+        let s = try Sandbox()
+        try seed(s)
+        let r = try s.sh("""
+            msg queue ls --status queued --header tenant=t1 --format csv | cut -d, -f1 | sed 1d > listed
+            msg queue hold --status queued --header tenant=t1 --dry-run | wc -l
+            msg queue count --status held
+            msg queue hold --status queued --header tenant=t1 --reason 'tenant t1 over quota' | sed 's/^{"id":"\\([^"]*\\)".*/\\1/' > held
+            cmp listed held && echo same
+            msg queue show "$(head -1 held)" | grep -c '"event":"held","status":"held","reason":"tenant t1 over quota"'
+            msg queue release --header tenant=t1 --status held --limit 1 | wc -l
+            msg queue rm --to down@x --dry-run > /dev/null
+            msg queue count --to down@x
+            msg queue rm --error remote | wc -l
+            msg queue count --to down@x
+            """)
+        #expect(r.lines == ["2", "0", "same", "1", "1", "1", "1", "0"], "\(r.out) \(r.err)")
+        #expect(r.err.contains("msg: dry run: would hold 2 messages; nothing changed"), "\(r.err)")
+        #expect(r.err.contains("msg: hold: 2 messages") && r.err.contains("msg: dry run: would remove 1 message; nothing changed"), "\(r.err)")
+        #expect(r.err.contains("msg: remove: 1 message"), "\(r.err)")
+    }
+
+    /// Ids given and a filter: only the ids the filter matches change, and the
+    /// others (sent ones, which hold would refuse) are not reported.
+    @Test func idsGivenAreNarrowedByTheFilter() throws {
+        let s = try Sandbox()
+        try seed(s)
+        let r = try s.sh("""
+            msg queue ls | msg queue hold --status queued | wc -l
+            msg queue count --status held
+            msg queue ls --status held --format csv | sed -n 2p | cut -d, -f4
+            """)
+        #expect(r.lines == ["2", "2", "a@x"] && r.err == "msg: hold: 2 messages\n", "\(r.out) \(r.err)")
+    }
+}
