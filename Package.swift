@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "MsgCLI", dependencies: [
             "MsgEngine", "CReadline", kit, support, .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .target(name: "MsgEngine", dependencies: [kit, support]),
+        .target(name: "MsgEngine", dependencies: [kit, support, "CProcess"]),
         plugin("JSONFileStore"),
         plugin("StdoutTransport"),
         plugin("SQLiteStore", dependencies: ["CSQLite"]),

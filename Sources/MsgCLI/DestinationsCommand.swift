@@ -69,6 +69,7 @@ struct DestinationsSuspendCommand: SessionCommand {
             transform: ArgumentValue.duration)
     var duration: MsgDuration?
     @Option(help: "Why; kept with the suspension and shown wherever it is.") var reason: String
+    @OptionGroup var eventOptions: EventOptions
 
     func validate() throws {
         if let duration, duration.milliseconds <= 0 { throw ValidationError("--for must be longer than 0") }
@@ -78,7 +79,12 @@ struct DestinationsSuspendCommand: SessionCommand {
         let now = Timestamp.now()
         let until = duration.map { now.adding($0) }
         let destinations = Destinations(store: try session.store())
+        let events = try eventOptions.sink(session)
         _ = try destinations.suspend(destination, until: until, reason: reason, now: now)
+        if let events {
+            events.emit(DeliveryEvent(.suspended, at: now, destination: destination, until: until, reason: reason))
+            events.close()
+        }
         session.reporter.say("destination \(TextTable.escaped(destination)): suspended " + (until.map { "until \($0)" } ?? "until msg destinations resume"))
     }
 }
@@ -87,10 +93,16 @@ struct DestinationsSuspendCommand: SessionCommand {
 struct DestinationsResumeCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a suspended destination.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var eventOptions: EventOptions
     @Argument(help: "The destination, as msg destinations lists it.") var destination: String
 
     func run(_ session: Session) throws {
+        let events = try eventOptions.sink(session)
         let was = try Destinations(store: try session.store()).resume(destination)
+        if was, let events {
+            events.emit(DeliveryEvent(.resumed, at: Timestamp.now(), destination: destination))
+            events.close()
+        }
         session.reporter.say("destination \(TextTable.escaped(destination)): " + (was ? "resumed" : "was not suspended"))
     }
 }

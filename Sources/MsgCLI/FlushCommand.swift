@@ -21,18 +21,21 @@ struct FlushCommand: SessionCommand {
     @OptionGroup var policy: PolicyOptions
     @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
+    @OptionGroup var eventOptions: EventOptions
 
     func run(_ session: Session) throws {
         // Before the transport starts any thread: they must inherit the blocked signals.
         let stopping = Stopping()
         defer { stopping.end() }
         let (ids, badLines) = try targets.resolve()
+        let events = try eventOptions.sink(session)
+        defer { events?.close() }
         var options = policy.options(statuses: [.queued])
         options.targets = ids
         options.limit = limit
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
-                              openTransport: { () throws(MsgError) in try session.anotherTransport() })
+                              openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
         if !watch { summary.reportHolds(to: session.reporter) }
         let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"])

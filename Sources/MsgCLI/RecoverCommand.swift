@@ -11,6 +11,7 @@ struct RecoverCommand: SessionCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var eventOptions: EventOptions
     @Option(name: .customLong("stale-after"), help: "Only messages sending for longer than this (default: 5s).", transform: ArgumentValue.duration)
     var staleAfter = MsgDuration.seconds(5)
     @Flag(name: .customLong("dry-run"), help: "Say what would be done; change nothing.") var dryRun = false
@@ -21,7 +22,14 @@ struct RecoverCommand: SessionCommand {
         let writer = session.console.writer()
         let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: staleAfter)
         writer.flushEveryLine = false
-        let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in try writer.writeWithoutHistory(r) }
+        let events = dryRun ? nil : try eventOptions.sink(session)
+        defer { events?.close() }
+        let now = Timestamp.now()
+        let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in
+            events?.emit(DeliveryEvent(.recovered, at: now, destination: r.message.to, id: r.message.id, status: r.message.status,
+                                       attempts: r.message.attempts))
+            try writer.writeWithoutHistory(r)
+        }
         try writer.finish()
         if summary.total > 0 {
             let verb = dryRun ? "would recover" : "recovered"

@@ -9,6 +9,7 @@ struct RetryCommand: SessionCommand {
         abstract: "Re-send failed messages that are due (--now: all); --dead returns dead ones to the queue."
     )
 
+    @OptionGroup var eventOptions: EventOptions
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
     @OptionGroup var policy: PolicyOptions
@@ -21,6 +22,8 @@ struct RetryCommand: SessionCommand {
 
     func run(_ session: Session) throws {
         let stopping = Stopping()
+        let events = try eventOptions.sink(session)
+        defer { events?.close() }
         defer { stopping.end() }
         let (ids, badLines) = try targets.resolve()
         if dead {
@@ -43,7 +46,8 @@ struct RetryCommand: SessionCommand {
         options.ignoreDue = now
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
-                                  openTransport: { () throws(MsgError) in try session.anotherTransport() }).run(progress: session.console.progress("retried"))
+                                  openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
+            .run(progress: session.console.progress("retried"))
         summary.reportHolds(to: session.reporter)
         let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
                                            other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"])

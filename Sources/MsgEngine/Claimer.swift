@@ -18,6 +18,7 @@ final class Claimer {
         var taken: [Claimed] = []
         var expired: [EncodedMessage] = []
         var notices: [String] = []
+        var events: [DeliveryEvent] = []
         var damaged: [String] = []
     }
 
@@ -77,7 +78,7 @@ final class Claimer {
         if result.reachedEnd || result.taken.isEmpty {
             scan.nextDue = options.ignoreDue ? nil : try store.nextDue(options.statuses, after: now)
         }
-        var round = Round(notices: planner.notices, damaged: planner.damaged)
+        var round = Round(notices: planner.notices, events: planner.events, damaged: planner.damaged)
         for line in store.takeNotices() { round.notices.append(line) }
         for r in result.taken {
             if remember { attempted.insert(r.message.id) }
@@ -97,9 +98,9 @@ final class Claimer {
 
     /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
     /// - Returns: lines for stderr.
-    func storeLessons() throws(MsgError) -> [String] {
-        guard !lessons.isEmpty else { return [] }
-        return try claim(limit: 0).notices
+    func storeLessons() throws(MsgError) -> Round {
+        guard !lessons.isEmpty else { return Round() }
+        return try claim(limit: 0)
     }
 
     /// A message's outcome (or put-back) is recorded: it is no longer in flight.

@@ -120,16 +120,26 @@ public struct DestinationBook: Sendable {
         return out
     }
 
+    /// What a lesson changed that a user is told: one stderr line, one event.
+    public struct Notice: Sendable, Equatable {
+        public var line: String
+        public var event: DeliveryEvent
+    }
+
     /// Applies a lesson to a destination's state.
-    /// - Returns: a line for stderr when the breaker opened or closed.
-    public func learn(_ lesson: Lesson, into s: inout DestinationState, key: String, now: Timestamp) -> String? {
+    /// - Returns: a notice when the breaker opened or closed.
+    public func learn(_ lesson: Lesson, into s: inout DestinationState, key: String, now: Timestamp) -> Notice? {
         switch lesson {
         case .succeeded:
-            if s.succeeded() == .closed { return "destination \(key): circuit closed, a message went out" }
+            if s.succeeded() == .closed {
+                return Notice(line: "destination \(key): circuit closed, a message went out",
+                              event: DeliveryEvent(.breakerClosed, at: now, destination: key))
+            }
         case .failed(let failure):
             if case .opened(let until, let failures)? = s.failed(failure, now: now, rules: rules) {
                 let length = MsgDuration(milliseconds: until.milliseconds - now.milliseconds)
-                return "destination \(key): circuit open for \(length) after \(failures) failures in a row (last: \(failure.code): \(failure.message)); its messages wait, no attempt counted"
+                return Notice(line: "destination \(key): circuit open for \(length) after \(failures) failures in a row (last: \(failure.code): \(failure.message)); its messages wait, no attempt counted",
+                              event: DeliveryEvent(.breakerOpened, at: now, destination: key, attempts: failures, error: failure, until: until))
             }
         case .rejected(let failure): s.rejected(failure)
         case .paused(let until): s.pause(until: until)

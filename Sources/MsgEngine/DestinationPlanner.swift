@@ -32,6 +32,8 @@ final class DestinationPlanner: ClaimPlanner {
 
     /// Lines for stderr (breakers opened and closed), damaged records met, probes taken.
     private(set) var notices: [String] = []
+    /// The events of those notices (breaker opened or closed).
+    private(set) var events: [DeliveryEvent] = []
     private(set) var damaged: [String] = []
     private(set) var probes: Set<String> = []
     /// The records as they were before this claim took them (to put back).
@@ -70,7 +72,10 @@ final class DestinationPlanner: ClaimPlanner {
         try load(Set(lessons.map(\.key)))
         for (key, lesson) in lessons {
             var s = states[key] ?? DestinationState()
-            if let line = book.learn(lesson, into: &s, key: key, now: now) { notices.append(line) }
+            if let notice = book.learn(lesson, into: &s, key: key, now: now) {
+                notices.append(notice.line)
+                events.append(notice.event)
+            }
             states[key] = s
             changed.insert(key)
         }

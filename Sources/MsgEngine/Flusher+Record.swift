@@ -23,6 +23,7 @@ extension Flusher {
                 if change.record.message.status == .dead {
                     summary.dead += 1  // expired before its turn
                     summary.lastFailure = change.record.message.lastError
+                    events?.emit(.dead(change.record.message, destination: item.key, at: now))
                     writeOut { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
                 } else {
                     summary.released += 1  // put back as it was: nothing to print
@@ -40,6 +41,7 @@ extension Flusher {
             case .dead:
                 summary.dead += 1
                 summary.lastFailure = change.record.message.lastError
+                events?.emit(.dead(change.record.message, destination: item.key, at: now))
             default:
                 summary.deferred += 1
                 summary.lastFailure = change.record.message.lastError
@@ -54,9 +56,11 @@ extension Flusher {
     func record(expired records: [EncodedMessage], into summary: inout Summary) {
         guard !records.isEmpty else { return }
         writer.flushEveryLine = false
+        let now = clock()
         for r in records {
             summary.dead += 1
             summary.lastFailure = r.message.lastError
+            events?.emit(.dead(r.message, destination: options.rules.key.of(r.message), at: now))
             writeOut { () throws(MsgError) in try writer.writeRaw(r.jsonWithoutHistory) }
         }
         writeOut { () throws(MsgError) in try writer.finish() }

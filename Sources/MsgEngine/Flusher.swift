@@ -52,6 +52,8 @@ public final class Flusher {
     let clock: @Sendable () -> Timestamp
     let sleep: @Sendable (MsgDuration) -> Void
     let unit: @Sendable () -> Double
+    /// Where state changes worth telling go (`--events`, `--on-event`), if anywhere.
+    let events: EventSink?
 
     /// A flusher; `clock`, `sleep` and `unit` (a random number in [0, 1), for jitter)
     /// are injected so tests control time. `stop` is asked between transport calls.
@@ -63,8 +65,9 @@ public final class Flusher {
                 openTransport: (() throws(MsgError) -> any Transport)? = nil,
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
                 sleep: @escaping @Sendable (MsgDuration) -> Void = { usleep(useconds_t(max(0, $0.milliseconds) * 1000)) },
-                unit: (@Sendable () -> Double)? = nil) {
+                unit: (@Sendable () -> Double)? = nil, events: EventSink? = nil) {
         self.store = store
+        self.events = events
         self.stop = stop
         self.transport = transport
         self.openTransport = openTransport
@@ -127,7 +130,7 @@ public final class Flusher {
             }
             if !stopping && claimAgain && remaining > 0 && pending <= maxPending / 2 {
                 let round = try claimer.claim(limit: min(options.batchSize, remaining, maxPending - pending))
-                say(round.notices, into: &summary)
+                say(round, into: &summary)
                 summary.damaged += round.damaged
                 record(expired: round.expired, into: &summary)
                 remaining -= round.taken.count + round.expired.count
@@ -184,9 +187,10 @@ public final class Flusher {
     }
 
     /// Says lines on stderr and keeps them in the summary.
-    private func say(_ lines: [String], into summary: inout Summary) {
-        summary.notices += lines
-        for line in lines { reporter.say(line) }
+    private func say(_ round: Claimer.Round, into summary: inout Summary) {
+        summary.notices += round.notices
+        for line in round.notices { reporter.say(line) }
+        for event in round.events { events?.emit(event) }
     }
 
     /// Waits until `until` on the injected clock, or a stop request.

@@ -1,0 +1,138 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import CProcess
+import Dispatch
+import MsgKit
+import MsgSupport
+import Synchronization
+
+/// Where events go (`--events FILE`, `--on-event CMD`): each ``DeliveryEvent`` as
+/// one NDJSON line appended to the file, and to the command's standard input.
+///
+/// Never in delivery's way: events are handed to one thread of their own, which
+/// writes and runs the command one event at a time. The command runs like exec:'s
+/// (no shell; words split as a shell splits a simple command; a process group of
+/// its own; no other descriptor) with `MSG_EVENT`, `MSG_DESTINATION` and `MSG_ID`
+/// beside msg's environment, and has ``hookDeadline`` to end: then its group is
+/// killed. A failed hook (exit status, signal, deadline, not started) is reported on
+/// one line and never retried; the run goes on. At the end of a run, ``close()``
+/// waits for the events still queued, at most ``closeWait``.
+public final class EventSink: Sendable {
+    public static let hookDeadline = MsgDuration.seconds(10)
+    public static let closeWait = MsgDuration.seconds(30)
+
+    private let file: String?
+    private let fd: Int32
+    private let argv: [String]?
+    private let environment: [String]
+    private let reporter: Reporter
+    private let errorFD: Int32
+    private let queue = DispatchQueue(label: "msg.events")
+    private let group = DispatchGroup()
+    private let fileFailed = Atomic<Bool>(false)
+
+    /// A sink writing to `file` (created 0600 when missing, appended to) and running
+    /// `command` (split into words) per event.
+    /// - Throws: `config` when the file cannot be opened or the command is empty.
+    public init(file: String?, command: String?, environment: [String], reporter: Reporter, errorFD: Int32) throws(MsgError) {
+        self.file = file
+        if let file {
+            let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0o600)
+            guard fd >= 0 else { throw SystemCalls.error(.config, "--events \(file): cannot open") }
+            self.fd = fd
+        } else {
+            fd = -1
+        }
+        argv = try command.map { (c) throws(MsgError) in try ShellWords.command(c, what: "--on-event") }
+        self.environment = environment.filter { !$0.hasPrefix("MSG_EVENT=") && !$0.hasPrefix("MSG_DESTINATION=") && !$0.hasPrefix("MSG_ID=") }
+        self.reporter = reporter
+        self.errorFD = errorFD
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// Queues `event`; returns at once.
+    public func emit(_ event: DeliveryEvent) {
+        group.enter()
+        queue.async { [self] in
+            defer { group.leave() }
+            let line = Array(event.line.utf8)
+            if fd >= 0 { append(line) }
+            if let argv { run(argv, event: event, input: line) }
+        }
+    }
+
+    /// Waits for the queued events, at most `closeWait`; says how many were dropped.
+    public func close() {
+        if group.wait(timeout: .now() + .milliseconds(Int(Self.closeWait.milliseconds))) == .timedOut {
+            reporter.say("events: still sending after \(Self.closeWait); the rest are not sent")
+        }
+    }
+
+    private func append(_ line: [UInt8]) {
+        do throws(MsgError) {
+            try SystemCalls.writeAll(fd, line, code: .storeIO, what: file ?? "")
+        } catch {
+            if !fileFailed.exchange(true, ordering: .relaxed) { reporter.say("events: \(error.message); events are not written there") }
+        }
+    }
+
+    private func run(_ argv: [String], event: DeliveryEvent, input: [UInt8]) {
+        var env = environment + ["MSG_EVENT=\(event.kind.rawValue)"]
+        if !event.destination.utf8.contains(0) { env.append("MSG_DESTINATION=\(event.destination)") }
+        if let id = event.id { env.append("MSG_ID=\(id)") }
+        let what = "--on-event for \(event.kind.rawValue) of \(TextTable.escaped(event.destination))"
+        var pipe: [Int32] = [-1, -1]
+        guard msg_pipe(&pipe) == 0 else {
+            reporter.say("\(what): cannot make a pipe (\(String(cString: strerror(errno)))); not retried")
+            return
+        }
+        var pid: pid_t = 0
+        let rc = Self.withCStrings(argv) { a in Self.withCStrings(env) { e in msg_spawn(a[0], a, e, pipe[0], errorFD, &pid) } }
+        Glibc.close(pipe[0])
+        guard rc == 0 else {
+            Glibc.close(pipe[1])
+            reporter.say("\(what): cannot start \(argv[0]) (\(String(cString: strerror(rc)))); not retried")
+            return
+        }
+        let deadline = Monotonic.milliseconds() + Self.hookDeadline.milliseconds
+        _ = fcntl(pipe[1], F_SETFL, fcntl(pipe[1], F_GETFL) | O_NONBLOCK)
+        var written = 0
+        while written < input.count {
+            let n = input[written...].withUnsafeBytes { write(pipe[1], $0.baseAddress, $0.count) }
+            if n > 0 { written += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            guard n < 0 && errno == EAGAIN else { break }  // EPIPE: it does not read; fine
+            var p = pollfd(fd: pipe[1], events: Int16(POLLOUT), revents: 0)
+            let left = deadline - Monotonic.milliseconds()
+            if left <= 0 || poll(&p, 1, Int32(min(left, 1000))) < 0 { break }
+        }
+        Glibc.close(pipe[1])
+        var status: Int32 = 0
+        var ended = false
+        while Monotonic.milliseconds() < deadline {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { ended = true; break }
+            if r < 0 && errno != EINTR { ended = true; status = 0; break }
+            usleep(5_000)
+        }
+        if !ended {
+            kill(-pid, SIGKILL)
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            reporter.say("\(what): still running after \(Self.hookDeadline), killed; not retried")
+            return
+        }
+        if status & 0x7f != 0 {
+            reporter.say("\(what): killed by signal \(status & 0x7f); not retried")
+        } else if (status >> 8) & 0xff != 0 {
+            reporter.say("\(what): exited \((status >> 8) & 0xff); not retried")
+        }
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+        let pointers = strings.map { strdup($0) } + [nil]
+        defer { for p in pointers { free(p) } }
+        return body(pointers)
+    }
+}
