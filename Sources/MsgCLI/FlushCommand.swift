@@ -22,6 +22,12 @@ struct FlushCommand: SessionCommand {
     @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
     @OptionGroup var eventOptions: EventOptions
+    @Option(help: ArgumentHelp("With --watch: serve the queue's metrics (as msg metrics) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"))
+    var metrics: String?
+
+    func validate() throws {
+        if metrics != nil && !watch { throw ValidationError("--metrics serves while --watch runs; for one reading use msg metrics") }
+    }
 
     func run(_ session: Session) throws {
         // Before the transport starts any thread: they must inherit the blocked signals.
@@ -36,6 +42,11 @@ struct FlushCommand: SessionCommand {
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
+        let server = try metrics.map { (address) throws(MsgError) in
+            try MetricsServer(address: address, store: try session.loader.openStore(session.settings.store, access: .read),
+                              reporter: session.reporter)
+        }
+        defer { server?.stop() }
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
         if !watch { summary.reportHolds(to: session.reporter) }
         let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"])

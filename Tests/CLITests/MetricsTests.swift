@@ -57,4 +57,27 @@ import Testing
                             "msg: --textfile missing: not a directory (node_exporter's --collector.textfile.directory)", "exit 78"],
                 "\(r.out) \(r.err)")
     }
+
+    /// `flush --watch --metrics` serves the same text at /metrics while it runs,
+    /// current at each scrape; anything else is 404.
+    @Test func aWatchServesMetricsWhileItRuns() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to a@x --body one --enqueue > /dev/null
+            msg flush --watch --metrics 127.0.0.1:0 --transport stdout: > out 2> err & pid=$!
+            for i in $(seq 200); do grep -q 'metrics at' err && break; sleep 0.05; done
+            url=$(sed -n 's/^msg: metrics at \\(http:[^ ]*\\).*/\\1/p' err)
+            for i in $(seq 200); do [ "$(msg queue count --status sent)" = 1 ] && break; sleep 0.05; done
+            curl -s "$url" > first.txt
+            promtool check metrics < first.txt && echo promtool ok
+            grep '^msg_messages{status="sent"}' first.txt
+            msg compose --to b@x --body two --enqueue > /dev/null
+            for i in $(seq 200); do [ "$(msg queue count --status sent)" = 2 ] && break; sleep 0.05; done
+            curl -s "$url" | grep '^msg_messages{status="sent"}'
+            curl -s -o /dev/null -w '%{http_code}\\n' "${url%/metrics}/other"
+            kill -TERM $pid; wait $pid; echo "exit $?"
+            """)
+        #expect(r.lines == ["promtool ok", "msg_messages{status=\"sent\"} 1", "msg_messages{status=\"sent\"} 2", "404", "exit 0"],
+                "\(r.out) \(r.err)")
+    }
 }
