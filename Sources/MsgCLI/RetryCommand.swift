@@ -9,16 +9,23 @@ struct RetryCommand: SessionCommand {
         abstract: "Re-send failed messages that are due (--now: all); --dead returns dead ones to the queue."
     )
 
-    @OptionGroup var eventOptions: EventOptions
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
     @OptionGroup var policy: PolicyOptions
+    @OptionGroup var eventOptions: EventOptions
+    @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"))
+    var pace: String?
     @Flag(help: "Ignore backoff: retry failed messages now.") var now = false
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
     @Option(parsing: .unconditional, help: "Retry at most this many messages.") var limit: Int?
     @Option(name: .customLong("expires-in"), help: ArgumentHelp("With --dead: the redriven messages' new expiry (a duration such as 1h, or a time); without it an expiry already past is dropped.", valueName: "duration"),
             transform: ArgumentValue.futureTime)
     var expiresAt: Timestamp?
+
+    func validate() throws {
+        if let pace { do { _ = try Rate(parsing: pace) } catch { throw ValidationError("--pace: " + error.message) } }
+        if pace != nil && dead { throw ValidationError("--pace spreads sending; --dead only queues again (pace the flush that follows)") }
+    }
 
     func run(_ session: Session) throws {
         let stopping = Stopping()
@@ -44,6 +51,7 @@ struct RetryCommand: SessionCommand {
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
+        options.pace = try pace.map { (text) throws(MsgError) in try Rate(parsing: text) }
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)

@@ -36,6 +36,10 @@ public final class Flusher {
         /// The longest a run waits for a throttled or paused destination before it
         /// ends and leaves its messages queued.
         public var maxWait = MsgDuration.seconds(60)
+        /// At most this many messages a period for the whole run (`retry --rate`), so
+        /// a redrive of thousands is spread out rather than sent at once; the run
+        /// waits for each token, however long.
+        public var pace: Rate?
         public init() {}
     }
 
@@ -121,6 +125,8 @@ public final class Flusher {
         var pending = 0
         var stopping = false
         var claimAgain = true
+        var bucket = DestinationState()
+        var paceWake: Timestamp?
         while true {
             if !stopping && (stop.reason != nil || misconfigured.error != nil) {
                 stopping = true
@@ -129,7 +135,8 @@ public final class Flusher {
                 summary.released += try claimer.putBack(back)
             }
             if !stopping && claimAgain && remaining > 0 && pending <= maxPending / 2 {
-                let round = try claimer.claim(limit: min(options.batchSize, remaining, maxPending - pending))
+                let want = paced(min(options.batchSize, remaining, maxPending - pending), bucket: &bucket, wake: &paceWake)
+                let round = want > 0 ? try claimer.claim(limit: want) : Claimer.Round()
                 say(round, into: &summary)
                 summary.damaged += round.damaged
                 record(expired: round.expired, into: &summary)
@@ -140,8 +147,14 @@ public final class Flusher {
                     continue
                 }
                 claimAgain = false
+                if want > 0 { paceWake = nil }  // nothing more is due: no token to wait for
             }
             if pending == 0 {
+                if !stopping, remaining > 0, let until = paceWake {
+                    waitUntil(until)
+                    claimAgain = true
+                    continue
+                }
                 guard !stopping, remaining > 0, let until = claimer.scan.wake else { break }
                 if until.milliseconds - clock().milliseconds > options.maxWait.milliseconds { break }
                 waitUntil(until)
@@ -149,7 +162,7 @@ public final class Flusher {
                 continue
             }
             // With a destination to wait for, outcomes are awaited only until then.
-            let wake = stopping ? nil : claimer.scan.wake
+            let wake = stopping ? nil : [claimer.scan.wake, paceWake].compactMap { $0 }.min()
             guard let outcome = dispatcher.receive(milliseconds: wake.map { $0.milliseconds - clock().milliseconds }) else {
                 claimAgain = true
                 continue
@@ -177,6 +190,22 @@ public final class Flusher {
             summary.skipped = summary.notTaken.count
         }
         return summary
+    }
+
+    /// How many of `want` messages the run's pace (`retry --rate`) lets go now, taking
+    /// their tokens; when fewer, `wake` is when the next token comes. A token the
+    /// claim does not use is lost, so the pace is never passed.
+    private func paced(_ want: Int, bucket: inout DestinationState, wake: inout Timestamp?) -> Int {
+        guard let pace = options.pace else { return want }
+        let now = clock()
+        wake = nil
+        for taken in 0..<want {
+            if let next = bucket.takeToken(now: now, rate: pace) {
+                wake = next
+                return taken
+            }
+        }
+        return want
     }
 
     /// How many messages are due now (the progress line's total).

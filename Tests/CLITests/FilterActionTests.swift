@@ -70,3 +70,24 @@ import Testing
         #expect(r.lines == ["2", "2", "a@x"] && r.err == "msg: hold: 2 messages\n", "\(r.out) \(r.err)")
     }
 }
+
+/// `retry --pace` (#27) spreads a redrive over time, whatever the destinations:
+/// read from the attempts the store recorded, never from the test's clock.
+@Suite(.timeLimit(.minutes(2))) struct PacedRetryTests {
+    @Test func aPacedRetrySpacesItsAttempts() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            seq 10 | awk '{printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"b\\"}\\n", $1}' | msg compose --enqueue > /dev/null
+            msg flush --transport 'stdout:?fail=1&fd=3' 3>/dev/null > /dev/null 2>&1
+            msg retry --now --pace 20/s --transport stdout: | grep -c '"status":"sent"'
+            """)
+        #expect(r.lines == ["10"], "\(r.out) \(r.err)")
+        let sent = try records(try s.sh("msg queue ls --status sent --history").out)
+        // The second attempt of each, in order: at most one per 50 ms.
+        let times = sent.compactMap { $0.history.filter { $0.event == "attempt" }.dropFirst().first?.at.milliseconds }.sorted()
+        #expect(times.count == 10)
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        #expect(gaps.allSatisfy { $0 >= 45 }, "attempts closer than the pace allows: \(gaps)")
+        #expect((times.last ?? 0) - (times.first ?? 0) >= 9 * 45, "\(times)")
+    }
+}
