@@ -280,6 +280,7 @@ public final class JSONFileStore: Store {
         try SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
         if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }
         try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
+        notices.append("store json:\(path): its last line was a write cut short (\(tail.count) bytes, never acknowledged); kept in \(kept) and cut off")
     }
 
     private func readFrom(_ offset: Int) throws(MsgError) -> [UInt8] {
