@@ -14,11 +14,14 @@ final class Refusals: Sendable {
 
     private let report: @Sendable (String) -> Void
     private let window = Mutex(Window())
+    /// Every refusal, said or not (for ``ListenerStatistics``).
+    let count = Atomic<Int>(0)
 
     init(report: @escaping @Sendable (String) -> Void) { self.report = report }
 
     /// Reports one refusal, e.g. `refused a connection from 10.0.0.7: …`.
     func say(_ line: String) {
+        count.add(1, ordering: .relaxed)
         let now = Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000)
         let (lines, held) = window.withLock { w -> (Bool, Int) in
             var held = 0

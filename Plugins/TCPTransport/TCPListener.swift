@@ -10,7 +10,7 @@ import Synchronization
 /// Descriptors stay bounded: at most ``maxConnections`` connections in all and
 /// ``maxPerPeer`` from one address; with a token, a connection that has not said
 /// hello within ``helloDeadline`` is closed. Refusals are reported (``Refusals``).
-final class TCPListener: Listener {
+final class TCPListener: Listener, ListenerStatistics {
     static let maxConnections = 1024
     static let maxPerPeer = 64
     static let helloDeadline = TimeAmount.seconds(5)
@@ -33,6 +33,11 @@ final class TCPListener: Listener {
         }
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         deliverer = SinkDeliverer(sink: context.sink, deadline: context.deadline)
+    }
+
+    func statistics() -> ListenerCounts {
+        let (open, accepted) = connections.counts
+        return ListenerCounts(open: open, accepted: accepted, refused: refusals.count.load(ordering: .relaxed))
     }
 
     func start() throws(MsgError) -> String {
@@ -101,6 +106,7 @@ private final class OpenConnections: Sendable {
     private struct State {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var perPeer: [String: Int] = [:]
+        var accepted = 0
     }
     private let state = Mutex(State())
 
@@ -115,6 +121,7 @@ private final class OpenConnections: Sendable {
             }
             s.channels[key] = channel
             s.perPeer[peer, default: 0] += 1
+            s.accepted += 1
             return nil
         }
     }
@@ -128,4 +135,7 @@ private final class OpenConnections: Sendable {
     }
 
     var all: [any Channel] { state.withLock { Array($0.channels.values) } }
+
+    /// Open now, and accepted since the start.
+    var counts: (open: Int, accepted: Int) { state.withLock { ($0.channels.count, $0.accepted) } }
 }

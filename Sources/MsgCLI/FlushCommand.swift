@@ -43,7 +43,7 @@ struct FlushCommand: SessionCommand {
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
         let server = try metrics.map { (address) throws(MsgError) in
-            try MetricsServer(address: address, store: try session.loader.openStore(session.settings.store, access: .read),
+            try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),
                               reporter: session.reporter)
         }
         defer { server?.stop() }

@@ -17,6 +17,8 @@ public struct ListenService {
     public var maxLineBytes: Int
     /// The deadline of each delivery into `into`.
     public var deadline: MsgDuration
+    /// Where to serve the listener's metrics (`--metrics HOST:PORT`), if anywhere.
+    public var metrics: String?
 
     private let reporter: Reporter
     private let openWithoutToken: Bool
@@ -39,15 +41,40 @@ public struct ListenService {
         let signals = StopSignals()
         defer { signals.restore() }
 
-        let sink = try loader.openTransport(into)
-        let context = ListenerContext(sink: sink, sinkName: into, openWithoutToken: openWithoutToken, maxLineBytes: maxLineBytes,
+        let counted = CountingSink(try loader.openTransport(into))
+        let context = ListenerContext(sink: counted, sinkName: into, openWithoutToken: openWithoutToken, maxLineBytes: maxLineBytes,
                                       deadline: deadline, report: { [reporter] in reporter.say($0) })
         let listener = try loader.openListener(url, context: context)
         let bound = try listener.start()
         reporter.say("listening on \(bound), delivering into \(into)")
+        let server = try metrics.map { (address) throws(MsgError) in
+            try MetricsServer(address: address, render: Self.render(counted, listener as? ListenerStatistics), reporter: reporter)
+        }
+        defer { server?.stop() }
         let signal = StopRequest.Reason.signal(signals.wait())
         reporter.say("stopping (\(signal.name)): finishing the deliveries in flight")
         listener.stop()
+    }
+
+    /// The listener's metrics: its connections (when it tells them) and the records
+    /// it delivered into the sink or could not.
+    static func render(_ sink: CountingSink, _ listener: (any ListenerStatistics)?) -> @Sendable () throws(MsgError) -> String {
+        let statistics = listener.map { StatisticsHandOff($0) }
+        return {
+            var out = PrometheusText()
+            if let counts = statistics?.listener.statistics() {
+                out.family("msg_listener_connections", .gauge, help: "Connections open now.")
+                out.sample("msg_listener_connections", [], Double(counts.open))
+                out.family("msg_listener_connections_accepted_total", .counter, help: "Connections accepted since the listener started.")
+                out.sample("msg_listener_connections_accepted_total", [], Double(counts.accepted))
+                out.family("msg_listener_connections_refused_total", .counter, help: "Connections or hellos refused (too many, a bad token, too slow).")
+                out.sample("msg_listener_connections_refused_total", [], Double(counts.refused))
+            }
+            out.family("msg_listener_records_received_total", .counter, help: "Records received, by whether the sink took them.")
+            out.sample("msg_listener_records_received_total", [("outcome", "delivered")], Double(sink.delivered.load(ordering: .relaxed)))
+            out.sample("msg_listener_records_received_total", [("outcome", "failed")], Double(sink.failed.load(ordering: .relaxed)))
+            return out.text
+        }
     }
 
     /// Reads a size: `1048576`, `512KiB`, `1MiB` (also `k`/`K`, `m`/`M`).

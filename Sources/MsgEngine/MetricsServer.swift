@@ -5,11 +5,12 @@ import Dispatch
 import MsgKit
 import Synchronization
 
-/// `flush --watch --metrics ADDR`: serves ``Metrics`` at `GET /metrics` over plain
-/// HTTP/1.1 on its own thread, one request per connection, for Prometheus to
-/// scrape. Scrapes read the store through a handle of their own, opened by the
-/// caller and handed over whole (delivery's handle is never shared between
-/// threads); what it reads is what `msg metrics` prints. Anything but `GET /metrics` is 404; a request that does not
+/// `flush --watch --metrics ADDR` and `listen --metrics ADDR`: serves metrics text
+/// at `GET /metrics` over plain HTTP/1.1 on its own thread, one request per
+/// connection, for Prometheus to scrape. `render` runs on that thread only: for
+/// flush, ``storeMetrics(_:top:)`` reads the store through a handle handed over
+/// whole (delivery's handle is never shared between threads), so a scrape shows
+/// what `msg metrics` prints. Anything but `GET /metrics` is 404; a request that does not
 /// arrive within 5 s, or is larger than 8 KiB, is dropped.
 public final class MetricsServer: Sendable {
     private let fd: Int32
@@ -20,7 +21,7 @@ public final class MetricsServer: Sendable {
 
     /// Listens on `address` (`HOST:PORT`, IPv4; `:PORT` is 127.0.0.1).
     /// - Throws: `usage` for an address it cannot read; `unavailable` when it cannot listen.
-    public init(address text: String, store: any Store, top: Int = 20, reporter: Reporter) throws(MsgError) {
+    public init(address text: String, render: @escaping @Sendable () throws(MsgError) -> String, reporter: Reporter) throws(MsgError) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw MsgError(.usage, "--metrics \(text): expected HOST:PORT, such as 127.0.0.1:9464")
         }
@@ -50,10 +51,9 @@ public final class MetricsServer: Sendable {
         address = "\(host):\(UInt16(bigEndian: actual.sin_port))"
         let loopback = host.hasPrefix("127.")
         reporter.say("metrics at http://\(address)/metrics" + (loopback ? "" : " (reachable from other hosts: \(host) is not loopback)"))
-        let handOff = HandOff(store)
         let thread = DispatchQueue(label: "msg.metrics")
         thread.async { [self] in
-            serve(handOff.store, top: top)
+            serve(render)
             done.signal()
         }
     }
@@ -66,7 +66,13 @@ public final class MetricsServer: Sendable {
         close(fd)
     }
 
-    private func serve(_ store: any Store, top: Int) {
+    /// What renders ``Metrics`` of `store`, which the server's thread alone uses from then on.
+    public static func storeMetrics(_ store: any Store, top: Int = 20) -> @Sendable () throws(MsgError) -> String {
+        let handOff = HandOff(store)
+        return { () throws(MsgError) -> String in try Metrics(store: handOff.store, top: top).render() }
+    }
+
+    private func serve(_ render: @Sendable () throws(MsgError) -> String) {
         while !stopped.load(ordering: .acquiring) {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 250) > 0 else { continue }
@@ -79,7 +85,7 @@ public final class MetricsServer: Sendable {
             var body: String
             if request.hasPrefix("GET /metrics ") || request.hasPrefix("GET /metrics?") {
                 do throws(MsgError) {
-                    body = try Metrics(store: store, top: top).render()
+                    body = try render()
                     status = "200 OK"
                 } catch {
                     body = "msg: \(error.message)\n"

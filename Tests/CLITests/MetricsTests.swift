@@ -80,4 +80,25 @@ import Testing
         #expect(r.lines == ["promtool ok", "msg_messages{status=\"sent\"} 1", "msg_messages{status=\"sent\"} 2", "404", "exit 0"],
                 "\(r.out) \(r.err)")
     }
+
+    /// `listen --metrics` serves the listener's connections and the records it
+    /// took, counted as senders deliver.
+    @Test func aListenerServesItsMetrics() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg listen tcp://127.0.0.1:0 --metrics 127.0.0.1:0 2> err & pid=$!
+            for i in $(seq 200); do grep -q 'metrics at' err && break; sleep 0.05; done
+            url=$(sed -n 's/^msg: metrics at \\(http:[^ ]*\\).*/\\1/p' err)
+            tcp=$(sed -n 's/^msg: listening on \\(tcp:[^,]*\\),.*/\\1/p' err)
+            seq 3 | awk '{printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"b\\"}\\n", $1}' | msg compose --enqueue > /dev/null
+            msg flush --transport "$tcp" > /dev/null
+            curl -s "$url" > m.txt
+            promtool check metrics < m.txt && echo promtool ok
+            grep -E '^msg_listener_(connections_accepted_total|records_received_total)' m.txt
+            kill -TERM $pid; wait $pid; echo "exit $?"
+            """)
+        #expect(r.lines == ["promtool ok", "msg_listener_connections_accepted_total 1",
+                            "msg_listener_records_received_total{outcome=\"delivered\"} 3",
+                            "msg_listener_records_received_total{outcome=\"failed\"} 0", "exit 0"], "\(r.out) \(r.err)")
+    }
 }

@@ -52,3 +52,26 @@ public struct ListenerContext {
         self.report = report
     }
 }
+
+/// What a listener can tell about its connections (plugin ABI 6.1, an addition):
+/// `msg listen --metrics` serves them when the listener conforms.
+public protocol ListenerStatistics: AnyObject {
+    /// The counts now; safe to call from any thread.
+    func statistics() -> ListenerCounts
+}
+
+/// A listener's connection counts since it started.
+public struct ListenerCounts: Sendable, Equatable {
+    /// Connections open now.
+    public var open: Int
+    /// Connections accepted.
+    public var accepted: Int
+    /// Connections refused (too many, a bad or missing token, too slow to say hello).
+    public var refused: Int
+
+    public init(open: Int, accepted: Int, refused: Int) {
+        self.open = open
+        self.accepted = accepted
+        self.refused = refused
+    }
+}
