@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import ArgumentParser
 import MsgEngine
 import MsgKit
@@ -12,18 +15,35 @@ func runChange(_ session: Session, _ targets: TargetOptions,
     try finish(badLines > 0 ? 65 : outcome.exitCode)
 }
 
-/// How `rm`, `hold` and `release` choose and act: the ids given (arguments or
-/// stdin), narrowed by the filter; or, with none given, every message the filter
-/// matches (as `ls` lists them). `--dry-run` prints what would change and how many.
+/// How `rm`, `hold` and `release` choose and act: the ids given (arguments, or
+/// stdin when it is a pipe or a file), narrowed by the filter; or, with none given,
+/// every message the filter matches (as `ls` lists them). A pipe that brings no
+/// ids means none, never "all": `msg queue ls --to nobody | msg queue rm --status
+/// dead` removes nothing. `--dry-run` prints what would change and how many.
 struct ActionOptions: ParsableArguments {
     @OptionGroup var targets: TargetOptions
     @OptionGroup var filters: FilterOptions
     @Flag(name: .customLong("dry-run"), help: "Print the messages that would change and how many; change nothing.") var dryRun = false
 
+    /// Whether standard input is where ids come from: a pipe, a socket or a file
+    /// (not a terminal, /dev/null or a closed descriptor, as under cron).
+    static func inputBringsIDs() -> Bool {
+        let invocation = Invocation.current
+        guard !invocation.inputIsTerminal else { return false }
+        var st = stat()
+        guard fstat(invocation.input, &st) == 0 else { return false }
+        let kind = st.st_mode & S_IFMT
+        return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
+    }
+
     /// Selects, acts (or previews), prints the records and says how many on stderr.
     func run(_ session: Session, verb: String,
              _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
-        let (given, badLines) = try targets.resolve(required: !filters.isGiven)
+        var given: [String]?
+        var badLines = 0
+        if !targets.ids.isEmpty || !filters.isGiven || Self.inputBringsIDs() {
+            (given, badLines) = try targets.resolve(required: true)
+        }
         let store = try session.store()
         var ids = given
         if filters.isGiven {

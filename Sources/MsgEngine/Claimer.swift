@@ -97,7 +97,7 @@ final class Claimer {
     }
 
     /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
-    /// - Returns: lines for stderr.
+    /// - Returns: that claim's round: its lines for stderr and its events.
     func storeLessons() throws(MsgError) -> Round {
         guard !lessons.isEmpty else { return Round() }
         return try claim(limit: 0)
@@ -148,9 +148,9 @@ final class Claimer {
     func took(_ id: String) -> Bool { attempted.contains(id) }
 
     /// The destinations this scan holds until a time (a breaker's cool-down, a pause,
-    /// a throttle) or a suspension, with how many messages wait for each: counted in the store per
-    /// recipient (the scan skipped most of them unread). One busy in another process
-    /// or probing is not told, so it costs no count.
+    /// a throttle) or a suspension, with how many messages wait for each: counted in
+    /// the store per recipient (the scan skipped most of them unread). One busy in
+    /// another process or probing is not told, so it costs no count.
     func holds() throws(MsgError) -> [(key: String, hold: DestinationBook.Hold, waiting: Int)] {
         var out: [(key: String, hold: DestinationBook.Hold, waiting: Int)] = []
         for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {

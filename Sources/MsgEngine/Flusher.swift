@@ -36,7 +36,7 @@ public final class Flusher {
         /// The longest a run waits for a throttled or paused destination before it
         /// ends and leaves its messages queued.
         public var maxWait = MsgDuration.seconds(60)
-        /// At most this many messages a period for the whole run (`retry --rate`), so
+        /// At most this many messages a period for the whole run (`retry --pace`), so
         /// a redrive of thousands is spread out rather than sent at once; the run
         /// waits for each token, however long.
         public var pace: Rate?
@@ -192,7 +192,7 @@ public final class Flusher {
         return summary
     }
 
-    /// How many of `want` messages the run's pace (`retry --rate`) lets go now, taking
+    /// How many of `want` messages the run's pace (`retry --pace`) lets go now, taking
     /// their tokens; when fewer, `wake` is when the next token comes. A token the
     /// claim does not use is lost, so the pace is never passed.
     private func paced(_ want: Int, bucket: inout DestinationState, wake: inout Timestamp?) -> Int {

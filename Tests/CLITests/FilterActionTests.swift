@@ -57,6 +57,18 @@ import Testing
         #expect(r.err.contains("msg: remove: 1 message"), "\(r.err)")
     }
 
+    /// A pipe that brings no ids means none, never "everything the filter matches".
+    @Test func anEmptyPipeChangesNothing() throws {
+        let s = try Sandbox()
+        try seed(s)
+        let r = try s.sh("""
+            msg queue ls --to nobody | msg queue rm --status sent | wc -l
+            msg queue count --status sent
+            msg queue rm --status sent --dry-run < /dev/null | wc -l
+            """)
+        #expect(r.lines == ["0", "4", "4"], "\(r.out) \(r.err)")
+    }
+
     /// Ids given and a filter: only the ids the filter matches change, and the
     /// others (sent ones, which hold would refuse) are not reported.
     @Test func idsGivenAreNarrowedByTheFilter() throws {
