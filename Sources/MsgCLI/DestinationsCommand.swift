@@ -52,7 +52,7 @@ struct DestinationsListCommand: SessionCommand {
 }
 
 /// `msg destinations suspend DEST`: no message of DEST is claimed, by any process on
-/// the store, until `resume` or the end of `--for`/`--until`.
+/// the store, until `resume` or the end of `--for`.
 struct DestinationsSuspendCommand: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "suspend",

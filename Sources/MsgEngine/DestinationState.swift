@@ -1,9 +1,10 @@
 import MsgKit
 
 /// What msg knows about one destination (docs/DESIGN.md 6): a suspension an operator
-/// made, its circuit breaker, a pause the destination asked for, and its token bucket. Stored per key as the
-/// text of a small JSON object, through ``Store/claim(_:_:)``, so every process on
-/// the store, and the next cron run, sees it.
+/// made, its circuit breaker, a pause the destination asked for, and its token
+/// bucket. Stored per key as the text of a small JSON object, in a claim's step
+/// (``Store/claimSession(_:)``), so every process on the store, and the next cron
+/// run, sees it.
 public struct DestinationState: Sendable, Equatable {
     /// Retryable failures in a row.
     public var failures = 0

@@ -44,8 +44,8 @@ public struct Destinations {
     /// Suspends destination `key` (`msg destinations suspend`) until `until`, or until
     /// resumed when nil, in one claim step: every process on the store sees it at its
     /// next claim. Messages already claimed go on; nothing more of it is claimed.
-    /// - Returns: the state as stored. - Throws: store errors; `usage` for an empty key
-    ///   or a reason over 1 KiB.
+    /// - Returns: the state as stored. - Throws: store errors; `usage` for a reason
+    ///   over 1 KiB.
     public func suspend(_ key: String, until: Timestamp?, reason: String, now: Timestamp = .now()) throws(MsgError) -> DestinationState {
         guard reason.utf8.count <= 1024 else { throw MsgError(.usage, "--reason is \(reason.utf8.count) bytes; at most 1024") }
         return try change(key) { $0.suspension = .init(since: now, until: until, reason: reason) }

@@ -37,6 +37,7 @@ public final class EventSink: Sendable {
     /// - Throws: `config` when the file cannot be opened or the command is empty.
     public init(file: String?, command: String?, environment: [String], reporter: Reporter, errorFD: Int32) throws(MsgError) {
         self.file = file
+        argv = try command.map { (c) throws(MsgError) in try ShellWords.command(c, what: "--on-event") }
         if let file {
             let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0o600)
             guard fd >= 0 else { throw SystemCalls.error(.config, "--events \(file): cannot open") }
@@ -44,7 +45,6 @@ public final class EventSink: Sendable {
         } else {
             fd = -1
         }
-        argv = try command.map { (c) throws(MsgError) in try ShellWords.command(c, what: "--on-event") }
         self.environment = environment.filter { !$0.hasPrefix("MSG_EVENT=") && !$0.hasPrefix("MSG_DESTINATION=") && !$0.hasPrefix("MSG_ID=") }
         self.reporter = reporter
         self.errorFD = errorFD
@@ -63,7 +63,7 @@ public final class EventSink: Sendable {
         }
     }
 
-    /// Waits for the queued events, at most `closeWait`; says how many were dropped.
+    /// Waits for the queued events, at most `closeWait`; says so when some are left.
     public func close() {
         if group.wait(timeout: .now() + .milliseconds(Int(Self.closeWait.milliseconds))) == .timedOut {
             reporter.say("events: still sending after \(Self.closeWait); the rest are not sent")
