@@ -2,14 +2,11 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// The one filter of `queue ls`, `count`, `rm`, `hold` and `release` (what `ls`
-/// lists, `ls | retry` retries): status, recipient, header, last error code,
-/// attempts, creation time, last update.
-struct FilterOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Only these statuses: comma-separated or repeated (queued,failed…), or all.", valueName: "list"),
-            completion: Completion.statuses, transform: ArgumentValue.statuses)
-    var status: [Set<Status>] = []
-
+/// What a message must be to match, beside its status: recipient, header, last
+/// error code, attempts, creation time, last update. Shared by `queue ls`,
+/// `count`, `rm`, `hold`, `release` (with `--status` and `--limit`, as
+/// ``FilterOptions``) and `retry` (whose statuses are its own).
+struct MatchOptions: ParsableArguments {
     @Option(help: "Only messages to this recipient.") var to: String?
 
     @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 1h).", transform: ArgumentValue.time)
@@ -31,20 +28,16 @@ struct FilterOptions: ParsableArguments {
 
     @Option(name: .customLong("min-attempts"), help: "Only messages with at least this many counted attempts.") var minAttempts: Int?
 
-    @Option(parsing: .unconditional, help: "At most this many messages.") var limit: Int?
-
     func validate() throws {
-        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
         if let minAttempts, minAttempts < 0 { throw ValidationError("--min-attempts must be 0 or more") }
         if let header, header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first?.isEmpty ?? true {
             throw ValidationError("--header takes NAME or NAME=VALUE")
         }
     }
 
-    /// Whether any filter was given (an action then selects by it).
+    /// Whether any of these was given.
     var isGiven: Bool {
-        !status.isEmpty || to != nil || since != nil || until != nil || updatedBefore != nil || header != nil || error != nil
-            || minAttempts != nil || limit != nil
+        to != nil || since != nil || until != nil || updatedBefore != nil || header != nil || error != nil || minAttempts != nil
     }
 
     /// What the store's query cannot ask.
@@ -57,8 +50,35 @@ struct FilterOptions: ParsableArguments {
         return f
     }
 
+    /// The listing of messages in `statuses` that match, at most `limit`.
+    func listing(statuses: Set<Status>?, limit: Int? = nil) -> Listing {
+        Listing(query: Query(statuses: statuses, to: to, since: since, until: until, updatedBy: updatedBefore, limit: limit), filter: filter())
+    }
+}
+
+/// The one filter of `queue ls`, `count`, `rm`, `hold` and `release` (what `ls`
+/// lists, `ls | retry` retries): status and a limit with ``MatchOptions``.
+struct FilterOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Only these statuses: comma-separated or repeated (queued,failed…), or all.", valueName: "list"),
+            completion: Completion.statuses, transform: ArgumentValue.statuses)
+    var status: [Set<Status>] = []
+
+    @OptionGroup var match: MatchOptions
+
+    @Option(parsing: .unconditional, help: "At most this many messages.") var limit: Int?
+
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+    }
+
+    /// Whether any filter was given (an action then selects by it).
+    var isGiven: Bool { !status.isEmpty || limit != nil || match.isGiven }
+
+    /// What the store's query cannot ask.
+    func filter() -> MessageFilter { match.filter() }
+
     /// The listing of the filter.
-    func listing() -> Listing { Listing(query: query(), filter: filter()) }
+    func listing() -> Listing { match.listing(statuses: status.union, limit: limit) }
 
     /// The store query, restricted to the ids on stdin when it is not a terminal and
     /// holds any (so `msg queue add | msg queue ls` lists what was just stored).
@@ -75,7 +95,5 @@ struct FilterOptions: ParsableArguments {
     }
 
     /// The store query.
-    func query() -> Query {
-        Query(statuses: status.union, to: to, since: since, until: until, updatedBy: updatedBefore, limit: limit)
-    }
+    func query() -> Query { listing().query }
 }

@@ -13,6 +13,7 @@ struct RetryCommand: SessionCommand {
     @OptionGroup var targets: TargetOptions
     @OptionGroup var policy: PolicyOptions
     @OptionGroup var eventOptions: EventOptions
+    @OptionGroup var match: MatchOptions
     @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"))
     var pace: String?
     @Flag(help: "Ignore backoff: retry failed messages now.") var now = false
@@ -32,7 +33,13 @@ struct RetryCommand: SessionCommand {
         let events = try eventOptions.sink(session)
         defer { events?.close() }
         defer { stopping.end() }
-        let (ids, badLines) = try targets.resolve()
+        var (ids, badLines) = try targets.resolve()
+        if match.isGiven {
+            // What the filter matches among the messages retry takes (or the ids given).
+            var listing = match.listing(statuses: dead ? [.dead] : [.failed])
+            if let given = ids { listing.query.ids = Set(given) }
+            ids = try listing.ids(in: try session.store(.send))
+        }
         if dead {
             let writer = session.console.writer()
             writer.flushEveryLine = false
