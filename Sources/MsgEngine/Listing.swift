@@ -13,7 +13,7 @@ public struct Listing {
     }
 
     /// Writes the matching records. - Throws: `storeIO`, `corrupt`.
-    /// In `msg shell`, Ctrl-C ends a long listing early (asked every 4096 records).
+    /// In `msg shell`, Ctrl-C ends a long listing early (asked every 4096 records read).
     public func write(from store: any Store, formatter: RecordFormatter, includeHistory: Bool) throws(MsgError) {
         var written = 0
         let stop = StopRequest()
@@ -28,7 +28,7 @@ public struct Listing {
             var left = query.limit ?? Int.max
             guard left > 0 else { return try formatter.finish() }
             try store.list(storeQuery) { (r) throws(MsgError) -> Bool in
-                guard filter.matches(r.message) else { return true }
+                guard filter.matches(r.message) else { return goOn() }
                 try formatter.write(r.message)
                 left -= 1
                 return left > 0 && goOn()
