@@ -21,7 +21,7 @@ echo "flush --watch sent $(wc -l < flushed.ndjson) and stopped on SIGTERM"
 
 while read -r -a line; do
     status=0
-    msg "${line[@]}" > /dev/null || status=$?
+    msg "${line[@]}" > /dev/null < /dev/null || status=$?   # systemd: StandardInput=null
     [ "$status" -eq 0 ] || [ "$status" -eq 75 ]
     echo "ran: msg ${line[*]} (exit $status)"
 done < <(commands "$here/systemd/msg-recover.service")

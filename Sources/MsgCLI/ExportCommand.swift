@@ -11,6 +11,7 @@ struct ExportCommand: SessionCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
     @Option(help: ArgumentHelp("Statuses: comma-separated or repeated, or all (default: failed,dead).", valueName: "list"),
             completion: Completion.statuses, transform: ArgumentValue.statuses)
     var status: [Set<Status>] = []
@@ -36,8 +37,11 @@ struct ExportCommand: SessionCommand {
     }
 
     func run(_ session: Session) throws {
+        let (ids, badLines) = try targets.resolve(session, .read)
+        if try nothingGiven(ids, badLines: badLines, session) { return }
         var options = Exporter.Options()
         options.query = query()
+        options.query.ids = ids.map(Set.init)
         options.format = format
         options.out = out
         options.redactBody = redact == "body"
@@ -45,5 +49,6 @@ struct ExportCommand: SessionCommand {
         let n = try Exporter(store: try session.store(.read), options: options, console: console)
             .run(progress: console.progress("exported", shown: console.errorIsTerminal && (out != nil || !console.outputIsTerminal)))
         if let out { console.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
+        try finish(badLines > 0 ? 65 : 0)
     }
 }

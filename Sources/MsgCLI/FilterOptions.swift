@@ -80,17 +80,20 @@ struct FilterOptions: ParsableArguments {
     /// The listing of the filter.
     func listing() -> Listing { match.listing(statuses: status.union, limit: limit) }
 
-    /// The store query, restricted to the ids on stdin when it is not a terminal and
-    /// holds any (so `msg queue add | msg queue ls` lists what was just stored).
-    /// - Returns: the query and the number of bad stdin lines.
+    /// The store query, restricted to the ids on stdin when it is a pipe or a file
+    /// (so `msg queue add | msg queue ls` lists what was just stored), as every
+    /// command that takes ids (``TargetOptions``).
+    /// - Returns: the query, nil when stdin named no message (then nothing is
+    ///   listed), and the number of bad stdin lines.
     /// - Throws: `badInput` when stdin cannot be read.
-    func queryWithTargets() throws(MsgError) -> (Query, Int) {
+    func queryWithTargets() throws(MsgError) -> (Query?, Int) {
         var q = query()
         let invocation = Invocation.current
-        guard !invocation.inputIsTerminal else { return (q, 0) }
+        guard invocation.inputBringsIDs else { return (q, 0) }
         var reader = NDJSONReader(fd: invocation.input)
         let targets = try TargetReader.read(&reader, reporter: invocation.reporter)
-        if !targets.ids.isEmpty || targets.badLines > 0 { q.ids = Set(targets.ids) }
+        guard !targets.ids.isEmpty else { return (nil, targets.badLines) }
+        q.ids = Set(targets.ids)
         return (q, targets.badLines)
     }
 

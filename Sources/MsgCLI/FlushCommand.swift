@@ -33,7 +33,8 @@ struct FlushCommand: SessionCommand {
         // Before the transport starts any thread: they must inherit the blocked signals.
         let stopping = Stopping()
         defer { stopping.end() }
-        let (ids, badLines) = try targets.resolve()
+        let (ids, badLines) = try targets.resolve(session, .send)
+        if try nothingGiven(ids, badLines: badLines, session) { return }
         let events = try eventOptions.sink(session)
         defer { events?.close() }
         var options = policy.options(statuses: [.queued])

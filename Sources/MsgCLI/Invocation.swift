@@ -29,6 +29,16 @@ struct Invocation: Sendable {
     /// Whether the input is a terminal (then a command does not wait for it).
     var inputIsTerminal: Bool { isatty(input) == 1 }
 
+    /// Whether the input is where a command's ids come from: a pipe, a socket or a
+    /// file; not a terminal, /dev/null or a closed descriptor (docs/DESIGN.md 5).
+    /// Such an input that names no message means none: never "all".
+    var inputBringsIDs: Bool {
+        var st = stat()
+        guard fstat(input, &st) == 0 else { return false }
+        let kind = st.st_mode & S_IFMT
+        return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
+    }
+
     /// The console of this run: its input, standard output and the reporter.
     var console: Console { Console.process(input: input, reporter: reporter, columns: variable("COLUMNS")) }
 

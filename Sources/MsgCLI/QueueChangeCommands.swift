@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
 import ArgumentParser
 import MsgEngine
 import MsgKit
@@ -8,7 +5,8 @@ import MsgKit
 /// Runs a bulk change on the targeted messages and prints the changed records.
 func runChange(_ session: Session, _ targets: TargetOptions,
                _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
-    let (ids, badLines) = try targets.resolve(required: true)
+    let (ids, badLines) = try targets.resolve(session, .write, required: true)
+    if try nothingGiven(ids, badLines: badLines, session) { return }
     let outcome = try body(QueueOperations(store: try session.store(), reporter: session.reporter), ids ?? [])
     let writer = session.console.writer()
     for m in outcome.changed { try writer.write(m, includeHistory: false) }
@@ -25,25 +23,15 @@ struct ActionOptions: ParsableArguments {
     @OptionGroup var filters: FilterOptions
     @Flag(name: .customLong("dry-run"), help: "Print the messages that would change and how many; change nothing.") var dryRun = false
 
-    /// Whether standard input is where ids come from: a pipe, a socket or a file
-    /// (not a terminal, /dev/null or a closed descriptor, as under cron).
-    static func inputBringsIDs() -> Bool {
-        let invocation = Invocation.current
-        guard !invocation.inputIsTerminal else { return false }
-        var st = stat()
-        guard fstat(invocation.input, &st) == 0 else { return false }
-        let kind = st.st_mode & S_IFMT
-        return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
-    }
-
     /// Selects, acts (or previews), prints the records and says how many on stderr.
     func run(_ session: Session, verb: String,
              _ body: (QueueOperations, [String]) throws(MsgError) -> QueueOperations.Outcome) throws {
         var given: [String]?
         var badLines = 0
-        if !targets.ids.isEmpty || !filters.isGiven || Self.inputBringsIDs() {
-            (given, badLines) = try targets.resolve(required: true)
+        if targets.areGiven || !filters.isGiven {
+            (given, badLines) = try targets.resolve(session, .write, required: true)
         }
+        if try nothingGiven(given, badLines: badLines, session) { return }
         let store = try session.store()
         var ids = given
         if filters.isGiven {

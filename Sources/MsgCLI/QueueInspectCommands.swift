@@ -2,11 +2,11 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// `msg queue show`: one message with its history.
+/// `msg queue show`: messages with their history, one by one.
 struct QueueShowCommand: SessionCommand {
-    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print one message with its history.")
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Print messages with their history: the ids given, or on stdin.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The message id.", completion: Completion.ids) var id: String
+    @OptionGroup var targets: TargetOptions
     @Option(help: "ndjson or table: a field a line, then the history (default: table on a terminal, else ndjson).")
     var format: OutputFormat?
     @Option(help: ArgumentHelp("What makes a destination, as flush --key (for why it waits).", valueName: "key"),
@@ -18,17 +18,27 @@ struct QueueShowCommand: SessionCommand {
     }
 
     func run(_ session: Session) throws {
+        let (ids, badLines) = try targets.resolve(session, .read, required: true)
+        if try nothingGiven(ids, badLines: badLines, session) { return }
         let store = try session.store(.read)
-        let m = try QueueOperations(store: store, reporter: session.reporter).show(id)
-        let why = try Destinations(store: store, key: key).why(m)
-        guard (format ?? session.console.format) == .table else {
-            // The record stays a record; why it waits goes to stderr.
-            if let why { session.reporter.say("\(m.id) waits: \(why)") }
-            return try session.console.writer().write(m)
-        }
+        let operations = QueueOperations(store: store, reporter: session.reporter)
+        let destinations = Destinations(store: store, key: key)
+        let table = (format ?? session.console.format) == .table
+        let writer = session.console.writer()
         let out = session.console.buffer()
-        out.write(RecordSheet.text(m, waiting: why))
+        for (n, id) in (ids ?? []).enumerated() {
+            let m = try operations.show(id)
+            let why = try destinations.why(m)
+            if table {
+                out.write((n > 0 ? "\n" : "") + RecordSheet.text(m, waiting: why))
+            } else {
+                // The record stays a record; why it waits goes to stderr.
+                if let why { session.reporter.say("\(m.id) waits: \(why)") }
+                try writer.write(m)
+            }
+        }
         try out.flush()
+        try finish(badLines > 0 ? 65 : 0)
     }
 }
 

@@ -8,8 +8,8 @@ struct QueueListCommand: SessionCommand {
         commandName: "ls",
         abstract: "List stored messages in FIFO order (created_at, then id).",
         discussion: """
-        When stdin is not a terminal, only the messages it names are listed (records,
-        {"id":…} objects or bare ids, one per line); empty input lists all. So
+        When stdin is a pipe or a file, only the messages it names are listed (records,
+        {"id":…} objects or bare ids, one per line), and none when it names none. So
         `msg queue add < in | msg queue ls` lists what was just stored.
         """
     )
@@ -24,8 +24,9 @@ struct QueueListCommand: SessionCommand {
     }
 
     func run(_ session: Session) throws {
+        let (given, badLines) = try filters.queryWithTargets()
+        guard let query = given else { return try _ = nothingGiven([], badLines: badLines, session) }
         let store = try session.store(.read)
-        let (query, badLines) = try filters.queryWithTargets()
         let formatter = RecordFormatter(format: format ?? session.console.format, includeHistory: history,
                                         output: session.console.buffer(), width: session.console.width)
         try Listing(query: query, filter: filters.filter()).write(from: store, formatter: formatter, includeHistory: history)
@@ -44,12 +45,12 @@ struct QueueCountCommand: SessionCommand {
     @OptionGroup var filters: FilterOptions
 
     func run(_ session: Session) throws {
-        let store = try session.store(.read)
-        let (query, badLines) = try filters.queryWithTargets()
-        let n = try Listing(query: query, filter: filters.filter()).count(in: store)
+        let (given, badLines) = try filters.queryWithTargets()
+        let n = try given.map { (query) throws(MsgError) in try Listing(query: query, filter: filters.filter()).count(in: session.store(.read)) } ?? 0
         let out = session.console.buffer()
         out.write("\(n)\n")
         try out.flush()
+        if given == nil, try nothingGiven([], badLines: badLines, session) { return }
         try finish(badLines > 0 ? 65 : 0)
     }
 }

@@ -11,6 +11,7 @@ struct RecoverCommand: SessionCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
     @OptionGroup var eventOptions: EventOptions
     @Option(name: .customLong("stale-after"), help: "Only messages sending for longer than this (default: 5s).", transform: ArgumentValue.duration)
     var staleAfter = MsgDuration.seconds(5)
@@ -19,13 +20,15 @@ struct RecoverCommand: SessionCommand {
     var verbose = false
 
     func run(_ session: Session) throws {
+        let (ids, badLines) = try targets.resolve(session, .send)
+        if try nothingGiven(ids, badLines: badLines, session) { return }
         let writer = session.console.writer()
         let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: staleAfter)
         writer.flushEveryLine = false
         let events = dryRun ? nil : try eventOptions.sink(session)
         defer { events?.close() }
         let now = Timestamp.now()
-        let summary = try recoverer.run(dryRun: dryRun) { (r) throws(MsgError) in
+        let summary = try recoverer.run(dryRun: dryRun, targets: ids) { (r) throws(MsgError) in
             events?.emit(DeliveryEvent(.recovered, at: now, destination: r.message.to, id: r.message.id, status: r.message.status,
                                        attempts: r.message.attempts))
             try writer.writeWithoutHistory(r)
@@ -41,5 +44,6 @@ struct RecoverCommand: SessionCommand {
             if summary.alive > 0 { why.append("\(summary.alive) whose sender is still running") }
             session.console.say("left \(summary.young + summary.alive) sending message\(summary.young + summary.alive == 1 ? "" : "s") alone: \(why.joined(separator: ", "))")
         }
+        try finish(badLines > 0 ? 65 : 0)
     }
 }

@@ -33,7 +33,8 @@ struct RetryCommand: SessionCommand {
         let events = try eventOptions.sink(session)
         defer { events?.close() }
         defer { stopping.end() }
-        var (ids, badLines) = try targets.resolve()
+        var (ids, badLines) = try targets.resolve(session, .send)
+        if try nothingGiven(ids, badLines: badLines, session) { return }
         if match.isGiven {
             // What the filter matches among the messages retry takes (or the ids given).
             var listing = match.listing(statuses: dead ? [.dead] : [.failed])

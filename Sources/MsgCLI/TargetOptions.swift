@@ -2,34 +2,56 @@ import ArgumentParser
 import MsgEngine
 import MsgKit
 
-/// The messages a command acts on: ids as arguments, else read from stdin when it
-/// is not a terminal (records, `{"id":…}` objects or bare ids, one per line).
+/// The messages a command acts on (docs/DESIGN.md 5, one rule for every command
+/// that takes ids): ids as arguments (whole, or a unique part: ``ShortID``), else
+/// the ids on standard input when it is a pipe, a socket or a file (records,
+/// `{"id":…}` objects or bare ids, one per line). Such an input that names none
+/// means none: the command does nothing, says "0 messages" and exits 0. Only a
+/// terminal, /dev/null or a closed input leaves the choice to the command's filter.
 struct TargetOptions: ParsableArguments {
-    @Argument(help: "Message ids; without them, ids are read from stdin when it is not a terminal.", completion: Completion.ids)
+    @Argument(help: "Message ids (or a unique part of one: its first or last characters); without them, the ids on stdin when it is a pipe or a file.",
+              completion: Completion.ids)
     var ids: [String] = []
 
     func validate() throws {
-        for id in ids where !UUIDText.isCanonical(id) {
-            throw ValidationError("'\(id)' is not a message id (a lower-case UUID)")
+        for id in ids where !UUIDText.isCanonical(id) && !ShortID.isCandidate(id) {
+            throw ValidationError("'\(id)' is not a message id (a lower-case UUID, or at least \(ShortID.minimumInput) of its first or last characters)")
         }
     }
 
-    /// The ids given, nil for "all", and the number of bad stdin lines.
-    /// `required`: stdin must name some (for commands that never act on all).
-    func resolve(required: Bool = false) throws(MsgError) -> (ids: [String]?, badLines: Int) {
-        if !ids.isEmpty { return (ids, 0) }
+    /// Whether the ids come from the arguments or standard input (not the filter).
+    var areGiven: Bool { !ids.isEmpty || Invocation.current.inputBringsIDs }
+
+    /// The ids given, nil when none were given (the input is a terminal, /dev/null
+    /// or closed), and the number of bad stdin lines. An empty list means the
+    /// input named none. `required`: ids must be given (for commands that never act on all).
+    /// - Throws: `usage` when required and not given; `notFound` or `usage` for a
+    ///   part of an id that names none or several; `badInput` for an unreadable input.
+    /// `use` is how the command opens the store (asked only for a part of an id).
+    func resolve(_ session: Session, _ use: Session.StoreUse, required: Bool = false) throws(MsgError) -> (ids: [String]?, badLines: Int) {
+        if !ids.isEmpty {
+            guard ids.allSatisfy(UUIDText.isCanonical) else { return (try ShortID.resolve(ids, in: session.store(use)), 0) }
+            return (ids, 0)
+        }
         let invocation = Invocation.current
-        if invocation.inputIsTerminal {
+        guard invocation.inputBringsIDs else {
             if required { throw MsgError(.usage, "name the messages: give ids, or pipe records or ids on stdin") }
             return (nil, 0)
         }
         var reader = NDJSONReader(fd: invocation.input)
         let targets = try TargetReader.read(&reader, reporter: invocation.reporter)
-        if targets.ids.isEmpty && targets.badLines == 0 && !required { return (nil, 0) }
         return (targets.ids, targets.badLines)
     }
 }
 
+/// Ends a command whose input named no message: "0 messages" on stderr, exit 0
+/// (65 when it had bad lines). - Returns: false when there are ids to act on.
+func nothingGiven(_ ids: [String]?, badLines: Int, _ session: Session) throws -> Bool {
+    guard let ids, ids.isEmpty else { return false }
+    session.reporter.say("0 messages: standard input named none (give </dev/null to act on what the filter matches)")
+    try finish(badLines > 0 ? 65 : 0)
+    return true
+}
 /// The retry policy and deadline of `flush` and `retry` (docs/DESIGN.md 6).
 struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead.") var maxAttempts = 3

@@ -50,9 +50,10 @@ public struct Recoverer {
     /// Runs one pass; `dryRun` decides without storing. Each resolved record is passed
     /// to `report`, encoded as stored (or as it would be). - Throws: store errors; a
     /// transport that cannot be asked.
-    public func run(dryRun: Bool, report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> Summary {
+    /// `targets`: only these messages (nil: every one sending).
+    public func run(dryRun: Bool, targets: [String]? = nil, report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> Summary {
         let now = clock()
-        let query = Query(statuses: [.sending], updatedBy: Timestamp(milliseconds: now.milliseconds - staleAfter.milliseconds))
+        let query = Query(statuses: [.sending], updatedBy: Timestamp(milliseconds: now.milliseconds - staleAfter.milliseconds), ids: targets.map(Set.init))
         var summary = Summary()
         let transport = self.transport
         // Ask the transport about every candidate in one pass, before taking the
@@ -66,7 +67,7 @@ public struct Recoverer {
         }
         // What is sending but too young to judge, said so a run right after a crash
         // does not look like a run that found nothing.
-        summary.young = max(0, try store.count(Query(statuses: [.sending])) - candidates.count)
+        summary.young = max(0, try store.count(Query(statuses: [.sending], ids: targets.map(Set.init))) - candidates.count)
         var known: [String: Bool] = [:]
         known.reserveCapacity(candidates.count)
         for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
