@@ -35,15 +35,7 @@ struct DestinationsListCommand: SessionCommand {
         let out = session.console.buffer()
         switch format ?? session.console.format {
         case .table:
-            let rows = entries.map { e -> [String] in
-                let v = Destinations.json(e, now: now)
-                let error = v["last_error"].map { "\($0["code"]?.stringValue ?? ""): \($0["message"]?.stringValue ?? "")" } ?? ""
-                let suspended = v["suspended"].map { "until " + ($0["until"]?.stringValue ?? "resumed") + ": " + ($0["reason"]?.stringValue ?? "") } ?? ""
-                return [e.key, suspended, v["breaker"]?.stringValue ?? "", v["next_probe"]?.stringValue ?? v["paused_until"]?.stringValue ?? "",
-                        v["throttle"]?.stringValue ?? "", String(e.queued), String(e.failed), String(e.sending), error]
-            }
-            let header = ["DESTINATION", "SUSPENDED", "BREAKER", "UNTIL", "THROTTLE", "QUEUED", "FAILED", "SENDING", "LAST ERROR"]
-            out.write(TextTable.render(header: header, rows: rows))
+            out.write(DestinationTable.render(entries, now: now, width: session.console.width))
         default:
             out.writeJSON(entries.map { Destinations.json($0, now: now) }, asArray: format == .json)
         }
@@ -89,9 +81,10 @@ struct DestinationsSuspendCommand: SessionCommand {
     }
 }
 
-/// `msg destinations resume DEST`: ends a suspension.
+/// `msg destinations resume DEST`: ends a suspension, a pause and an open breaker.
 struct DestinationsResumeCommand: SessionCommand {
-    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a suspended destination.")
+    static let configuration = CommandConfiguration(
+        commandName: "resume", abstract: "Let a destination send again now: end its suspension, the pause it asked for (429) and an open breaker.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var eventOptions: EventOptions
     @Argument(help: "The destination, as msg destinations lists it.") var destination: String
@@ -99,10 +92,15 @@ struct DestinationsResumeCommand: SessionCommand {
     func run(_ session: Session) throws {
         let events = try eventOptions.sink(session)
         let was = try Destinations(store: try session.store()).resume(destination)
-        if was, let events {
+        if was.any, let events {
             events.emit(DeliveryEvent(.resumed, at: Timestamp.now(), destination: destination))
             events.close()
         }
-        session.reporter.say("destination \(TextTable.escaped(destination)): " + (was ? "resumed" : "was not suspended"))
+        var ended: [String] = []
+        if was.suspension { ended.append("suspension ended") }
+        if let until = was.pause { ended.append("pause until \(until) cleared") }
+        if let failures = was.breaker { ended.append("breaker closed (after \(failures) failures in a row)") }
+        session.reporter.say("destination \(TextTable.escaped(destination)): "
+            + (ended.isEmpty ? "nothing to resume: it was not suspended, paused or open" : "resumed: " + ended.joined(separator: ", ")))
     }
 }

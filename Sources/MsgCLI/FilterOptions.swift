@@ -5,9 +5,10 @@ import MsgKit
 /// What a message must be to match, beside its status: recipient, header, last
 /// error code, attempts, creation time, last update. Shared by `queue ls`,
 /// `count`, `rm`, `hold`, `release` (with `--status` and `--limit`, as
-/// ``FilterOptions``) and `retry` (whose statuses are its own).
+/// ``FilterOptions``), `flush` and `retry` (whose statuses are their own).
 struct MatchOptions: ParsableArguments {
-    @Option(help: "Only messages to this recipient.") var to: String?
+    @Option(help: ArgumentHelp("Only messages to this recipient, or to those a shell pattern matches (*@example.com).", valueName: "recipient"))
+    var to: String?
 
     @Option(help: "Only messages created since this time (RFC 3339, a date, or an age such as 1h).", transform: ArgumentValue.time)
     var since: Timestamp?
@@ -23,13 +24,17 @@ struct MatchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only messages with this header (NAME), or with this value (NAME=VALUE).", valueName: "name[=value]"))
     var header: String?
 
-    @Option(help: ArgumentHelp("Only messages whose last error has this code (remote, timeout, rate_limited, rejected, expired…), or none.", valueName: "code"))
+    @Option(help: ArgumentHelp("Only failed or dead messages whose last error has this code (\(MessageFilter.errorCodes.joined(separator: ", "))), or none: the others.", valueName: "code"))
     var error: String?
 
     @Option(name: .customLong("min-attempts"), help: "Only messages with at least this many counted attempts.") var minAttempts: Int?
 
     func validate() throws {
         if let minAttempts, minAttempts < 0 { throw ValidationError("--min-attempts must be 0 or more") }
+        if let error, error != "none", !MessageFilter.errorCodes.contains(error) {
+            throw ValidationError("--error: unknown code '\(error)'; expected one of \(MessageFilter.errorCodes.joined(separator: ", ")) or none")
+        }
+        if to == "" { throw ValidationError("--to must not be empty") }
         if let header, header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first?.isEmpty ?? true {
             throw ValidationError("--header takes NAME or NAME=VALUE")
         }
@@ -43,6 +48,7 @@ struct MatchOptions: ParsableArguments {
     /// What the store's query cannot ask.
     func filter() -> MessageFilter {
         var f = MessageFilter(errorCode: error, minAttempts: minAttempts)
+        if let to, MessageFilter.isPattern(to) { f.toPattern = to }
         if let header {
             let parts = header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             f.header = (String(parts[0]), parts.count > 1 ? String(parts[1]) : nil)
@@ -50,9 +56,23 @@ struct MatchOptions: ParsableArguments {
         return f
     }
 
+    /// The ids a command that sends (`flush`, `retry`) acts on: those `given`
+    /// narrowed by the filter, or without them every one in `statuses` it matches
+    /// (at most `limit`, in FIFO order); `given` as it is without a filter.
+    /// - Throws: store errors.
+    func narrow(_ given: [String]?, statuses: Set<Status>, limit: Int? = nil, in store: any Store) throws(MsgError) -> [String]? {
+        guard isGiven else { return given }
+        var listing = self.listing(statuses: statuses, limit: given == nil ? limit : nil)
+        if let given { listing.query.ids = Set(given) }
+        let matching = try listing.ids(in: store)
+        guard let given else { return matching }
+        let keep = Set(matching)
+        return given.filter { keep.contains($0) }
+    }
+
     /// The listing of messages in `statuses` that match, at most `limit`.
     func listing(statuses: Set<Status>?, limit: Int? = nil) -> Listing {
-        Listing(query: Query(statuses: statuses, to: to, since: since, until: until, updatedBy: updatedBefore, limit: limit), filter: filter())
+        Listing(query: Query(statuses: statuses, to: to.flatMap { MessageFilter.isPattern($0) ? nil : $0 }, since: since, until: until, updatedBy: updatedBefore, limit: limit), filter: filter())
     }
 }
 

@@ -18,6 +18,7 @@ struct FlushCommand: SessionCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
+    @OptionGroup var match: MatchOptions
     @OptionGroup var policy: PolicyOptions
     @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
@@ -33,8 +34,12 @@ struct FlushCommand: SessionCommand {
         // Before the transport starts any thread: they must inherit the blocked signals.
         let stopping = Stopping()
         defer { stopping.end() }
-        let (ids, badLines) = try targets.resolve(session, .send)
+        var (ids, badLines) = try targets.resolve(session, .send)
         if try nothingGiven(ids, badLines: badLines, session) { return }
+        // With a filter: what it matches among the queued messages (or the ids given).
+        let explicit = ids != nil
+        ids = try match.narrow(ids, statuses: [.queued], in: session.store(.send))
+        if try noneMatch(ids, filtered: match.isGiven, verb: "flush", badLines: badLines, session) { return }
         let events = try eventOptions.sink(session)
         defer { events?.close() }
         var options = policy.options(statuses: [.queued])
@@ -50,7 +55,8 @@ struct FlushCommand: SessionCommand {
         defer { server?.stop() }
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
         if !watch { summary.reportHolds(to: session.reporter) }
-        let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"])
+        let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"],
+                                           explicit: explicit)
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it
         // interrupts a plain flush, which then ends as the signal would have ended it.
@@ -66,13 +72,29 @@ struct FlushCommand: SessionCommand {
     }
 }
 
+/// Ends a `flush` or `retry` whose filter matched nothing: "0 messages match".
+/// - Returns: false when there are messages to act on.
+func noneMatch(_ ids: [String]?, filtered: Bool, verb: String, badLines: Int, _ session: Session) throws -> Bool {
+    guard filtered, let ids, ids.isEmpty else { return false }
+    session.reporter.say("\(verb): 0 messages match")
+    try finish(badLines > 0 ? 65 : 0)
+    return true
+}
+
 /// Says why each given id that `flush` or `retry` did not take was left (up to ten,
-/// then a count): no such message, another status, or not due yet.
+/// then a count): no such message, another status, or not due yet. Of messages a
+/// filter chose (`explicit` false), only how many were not due, on one line.
 /// - Returns: whether none of the given ids could be taken (then the exit is 65).
 /// `notDue` and `other` add what to do instead, when there is something.
 func reportNotTaken(_ summary: Flusher.Summary, _ session: Session, taking status: Status, notDue: String,
-                    other: [Status: String]) throws -> Bool {
+                    other: [Status: String], explicit: Bool = true) throws -> Bool {
     guard !summary.notTaken.isEmpty else { return false }
+    guard explicit else {
+        let n = summary.notTaken.count
+        let now = status == .failed ? "; retry --now sends them now" : ""
+        session.reporter.say("\(n) matching message\(n == 1 ? " was" : "s were") not taken: not due yet, or changed meanwhile\(now)")
+        return false
+    }
     let store = try session.store(.read)
     for id in summary.notTaken.prefix(10) {
         guard let m = try store.get(id)?.message else {

@@ -74,6 +74,13 @@ public enum MsgMain {
                 if !text.isEmpty { _ = try? SystemCalls.writeAll(1, Array((text + "\n").utf8), code: .storeIO, what: "output") }
                 return 0
             }
+            // What was typed comes first: an option the command lacks, or a negative
+            // value argument-parser took for an option.
+            if let line = OptionCheck.unknown(arguments) {
+                Diagnostics.say(line)
+                return MsgError.Code.usage.exitCode
+            }
+            if let joined = OptionCheck.joiningNegativeValues(arguments) { return run(arguments: joined) }
             // A command-line error is one line, as every error of msg (msg(1)); the
             // usage is in --help.
             Diagnostics.say(oneLine(MsgCommand.message(for: error), arguments: arguments))

@@ -46,41 +46,46 @@ struct ActionOptions: ParsableArguments {
                 ids = matching
             }
         }
-        let operations = QueueOperations(store: store, reporter: session.reporter, dryRun: dryRun)
+        // What the filter chose and cannot change is counted, not an error: the
+        // filter asked for what can change. Ids given are each told.
+        let operations = QueueOperations(store: store, reporter: session.reporter, dryRun: dryRun, skipsQuietly: given == nil)
         let outcome = try body(operations, ids ?? [])
         let writer = session.console.writer()
         for m in outcome.changed { try writer.write(m, includeHistory: false) }
         let n = outcome.changed.count
+        let skipped = outcome.skipped.values.reduce(0, +)
+        let skips = skipped == 0 ? "" : "; \(skipped) skipped that cannot \(verb == "remove" ? "be removed" : "be " + (verb == "hold" ? "held" : verb + "d")) ("
+            + outcome.skipped.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ") + ")"
         if dryRun {
-            session.reporter.say("dry run: would \(verb) \(n) message\(n == 1 ? "" : "s"); nothing changed")
+            session.reporter.say("dry run: would \(verb) \(n) message\(n == 1 ? "" : "s")\(skips); nothing changed")
         } else if filters.isGiven {
-            session.reporter.say("\(verb): \(n) message\(n == 1 ? "" : "s")")
+            session.reporter.say("\(verb): \(n) message\(n == 1 ? "" : "s")\(skips)")
         }
         try finish(badLines > 0 ? 65 : outcome.exitCode)
     }
 }
 
-/// `msg queue hold`: keeps queued messages from being sent until released.
+/// `msg queue hold`: keeps queued and failed messages from being sent or retried until released.
 struct QueueHoldCommand: SessionCommand {
     static let configuration = CommandConfiguration(
-        commandName: "hold", abstract: "Hold queued messages back (queued -> held): the ids given, or all the filter matches.")
+        commandName: "hold", abstract: "Hold queued and failed messages back (-> held): the ids given, or all the filter matches.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var action: ActionOptions
     @Option(help: "Why; kept in each message's history.") var reason: String?
     func run(_ session: Session) throws {
-        try action.run(session, verb: "hold") { (q, ids) throws(MsgError) in try q.move(ids, to: .held, event: "held", reason: reason) }
+        try action.run(session, verb: "hold") { (q, ids) throws(MsgError) in try q.hold(ids, reason: reason) }
     }
 }
 
 /// `msg queue release`: lets held messages go.
 struct QueueReleaseCommand: SessionCommand {
     static let configuration = CommandConfiguration(
-        commandName: "release", abstract: "Let held messages go (held -> queued): the ids given, or all the filter matches.")
+        commandName: "release", abstract: "Let held messages go, back to queued or failed as they were held: the ids given, or all the filter matches.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var action: ActionOptions
     @Option(help: "Why; kept in each message's history.") var reason: String?
     func run(_ session: Session) throws {
-        try action.run(session, verb: "release") { (q, ids) throws(MsgError) in try q.move(ids, to: .queued, event: "released", reason: reason) }
+        try action.run(session, verb: "release") { (q, ids) throws(MsgError) in try q.release(ids, reason: reason) }
     }
 }
 

@@ -130,8 +130,17 @@ struct QueuePurgeCommand: SessionCommand {
     var status: [Set<Status>]
     @Option(name: .customLong("older-than"), help: "Only messages not updated for this long (e.g. 30d).", transform: ArgumentValue.duration)
     var olderThan: MsgDuration
+    @Flag(name: .customLong("dry-run"), help: "Print the messages that would be removed and how many; remove nothing.") var dryRun = false
 
     func run(_ session: Session) throws {
+        if dryRun {
+            let store = try session.store(.read)
+            let query = try QueueOperations(store: store, reporter: session.reporter).purgeQuery(statuses: status.union ?? [], olderThan: olderThan)
+            let formatter = RecordFormatter(format: .ndjson, includeHistory: false, output: session.console.buffer(), width: nil)
+            try Listing(query: query).write(from: store, formatter: formatter, includeHistory: false)
+            let n = try store.count(query)
+            return session.console.say("dry run: would purge \(n) message\(n == 1 ? "" : "s"); nothing changed")
+        }
         let n = try QueueOperations(store: try session.store(), reporter: session.reporter).purge(statuses: status.union ?? [], olderThan: olderThan)
         if n > 0 { session.console.say("purged \(n) message\(n == 1 ? "" : "s")") }
     }

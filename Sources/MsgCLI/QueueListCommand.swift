@@ -27,8 +27,10 @@ struct QueueListCommand: SessionCommand {
         let (given, badLines) = try filters.queryWithTargets()
         guard let query = given else { return try _ = nothingGiven([], badLines: badLines, session) }
         let store = try session.store(.read)
-        let formatter = RecordFormatter(format: format ?? session.console.format, includeHistory: history,
-                                        output: session.console.buffer(), width: session.console.width)
+        let chosen = format ?? session.console.format
+        // A table shows as much of each id as makes it unique in the store.
+        let formatter = RecordFormatter(format: chosen, includeHistory: history, output: session.console.buffer(), width: session.console.width,
+                                        idLength: chosen == .table ? try ShortID.length(in: store) : 36)
         try Listing(query: query, filter: filters.filter()).write(from: store, formatter: formatter, includeHistory: history)
         try finish(badLines > 0 ? 65 : 0)
     }

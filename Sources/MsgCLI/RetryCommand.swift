@@ -16,7 +16,9 @@ struct RetryCommand: SessionCommand {
     @OptionGroup var match: MatchOptions
     @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"))
     var pace: String?
-    @Flag(help: "Ignore backoff: retry failed messages now.") var now = false
+    @Flag(help: "Ignore backoff and any pause a destination asked for (429 Retry-After): retry failed messages now.") var now = false
+    @Option(help: "Why; kept in each message's history (the attempt, or with --dead the redrive).") var reason: String?
+    @Flag(name: .customLong("dry-run"), help: "Print the messages that would be retried (or redriven) and how many; change nothing.") var dryRun = false
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
     @Option(parsing: .unconditional, help: "Retry at most this many messages.") var limit: Int?
     @Option(name: .customLong("expires-in"), help: ArgumentHelp("With --dead: the redriven messages' new expiry (a duration such as 1h, or a time); without it an expiry already past is dropped.", valueName: "duration"),
@@ -26,6 +28,8 @@ struct RetryCommand: SessionCommand {
     func validate() throws {
         if let pace { do { _ = try Rate(parsing: pace) } catch { throw ValidationError("--pace: " + error.message) } }
         if pace != nil && dead { throw ValidationError("--pace spreads sending; --dead only queues again (pace the flush that follows)") }
+        if let reason, reason.utf8.count > 1024 { throw ValidationError("--reason is \(reason.utf8.count) bytes; at most 1024") }
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
     }
 
     func run(_ session: Session) throws {
@@ -35,16 +39,25 @@ struct RetryCommand: SessionCommand {
         defer { stopping.end() }
         var (ids, badLines) = try targets.resolve(session, .send)
         if try nothingGiven(ids, badLines: badLines, session) { return }
-        if match.isGiven {
-            // What the filter matches among the messages retry takes (or the ids given).
-            var listing = match.listing(statuses: dead ? [.dead] : [.failed])
-            if let given = ids { listing.query.ids = Set(given) }
-            ids = try listing.ids(in: try session.store(.send))
+        // With a filter: what it matches among the messages retry takes (or the ids given).
+        let explicit = ids != nil
+        ids = try match.narrow(ids, statuses: dead ? [.dead] : [.failed], limit: dead ? limit : nil, in: session.store(.send))
+        if try noneMatch(ids, filtered: match.isGiven, verb: "retry", badLines: badLines, session) { return }
+        if dryRun {
+            // What the store would give this run (a destination's rules may still hold some back).
+            var query = Query(statuses: dead ? [.dead] : [.failed], dueBy: dead || now ? nil : .now(), limit: limit)
+            query.ids = ids.map(Set.init)
+            let formatter = RecordFormatter(format: .ndjson, includeHistory: false, output: session.console.buffer(), width: nil)
+            try Listing(query: query).write(from: session.store(.read), formatter: formatter, includeHistory: false)
+            let n = min(limit ?? .max, try Listing(query: query).count(in: session.store(.read)))
+            session.reporter.say("dry run: would \(dead ? "redrive" : "retry") \(n) message\(n == 1 ? "" : "s"); nothing changed")
+            return try finish(badLines > 0 ? 65 : 0)
         }
         if dead {
             let writer = session.console.writer()
             writer.flushEveryLine = false
-            let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids, now: .now(), expiresAt: expiresAt) { (r) throws(MsgError) in
+            let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids.map { Array($0.prefix(limit ?? .max)) }, limit: limit ?? .max,
+                                                        now: .now(), expiresAt: expiresAt, reason: reason) { (r) throws(MsgError) in
                 try writer.writeWithoutHistory(r)
             }
             try writer.finish()
@@ -59,6 +72,8 @@ struct RetryCommand: SessionCommand {
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
+        options.rules.overridesPause = now
+        options.rules.reason = reason
         options.pace = try pace.map { (text) throws(MsgError) in try Rate(parsing: text) }
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
@@ -66,7 +81,7 @@ struct RetryCommand: SessionCommand {
             .run(progress: session.console.progress("retried"))
         summary.reportHolds(to: session.reporter)
         let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
-                                           other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"])
+                                           other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"], explicit: explicit)
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         if let stopped = summary.stopped {
             if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }

@@ -148,6 +148,7 @@ final class DestinationPlanner: ClaimPlanner {
             if room != nil { takenPerKey[key] = taken + 1 }
             var x = m
             try x.transition(to: .sending, event: "attempt", at: now)
+            if let reason = rules.reason { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
             x.lease = lease
             faults.pass(.beforeSending)
             originals[m.id] = r

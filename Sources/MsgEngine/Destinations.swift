@@ -51,12 +51,34 @@ public struct Destinations {
         return try change(key) { $0.suspension = .init(since: now, until: until, reason: reason) }
     }
 
-    /// Ends a suspension. - Returns: whether `key` was suspended. - Throws: store errors.
-    public func resume(_ key: String, now: Timestamp = .now()) throws(MsgError) -> Bool {
-        var was = false
+    /// What ``resume(_:now:)`` ended.
+    public struct Resumed: Sendable, Equatable {
+        /// An operator's suspension.
+        public var suspension = false
+        /// A pause the destination asked for, until then.
+        public var pause: Timestamp?
+        /// An open or half-open breaker, after this many failures in a row.
+        public var breaker: Int?
+        /// Whether anything was ended.
+        public var any: Bool { suspension || pause != nil || breaker != nil }
+    }
+
+    /// Lets a destination send again at once (`msg destinations resume`): ends its
+    /// suspension, the pause it asked for and an open breaker (failures forgotten),
+    /// in one claim step, so every process on the store sees it at its next claim.
+    /// - Returns: what was ended. - Throws: store errors.
+    public func resume(_ key: String, now: Timestamp = .now()) throws(MsgError) -> Resumed {
+        var was = Resumed()
         _ = try change(key) { s in
-            was = s.suspension?.holds(at: now) ?? false
+            was.suspension = s.suspension?.holds(at: now) ?? false
             s.suspension = nil
+            if let until = s.pausedUntil, until > now { was.pause = until }
+            s.pausedUntil = nil
+            if s.openUntil != nil { was.breaker = s.failures }
+            s.openUntil = nil
+            s.opens = 0
+            s.failures = 0
+            s.probe = nil
         }
         return was
     }

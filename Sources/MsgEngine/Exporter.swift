@@ -50,9 +50,25 @@ public struct Exporter {
         // The file and its manifest, each replaced atomically: the data first, so a
         // manifest never describes a file that is not there.
         try file.commit()
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        try SystemCalls.replaceAtomically(path + ".sha256", with: Array("\(hash.hexDigest())  \(name)\n".utf8), mode: 0o600, code: .storeIO)
+        try SystemCalls.replaceAtomically(path + ".sha256", with: Array(Self.manifestLine(hash.hexDigest(), path).utf8), mode: 0o600, code: .storeIO)
         return count
+    }
+
+    /// The manifest's line for `path` as given (`sha256sum -c sub/x.csv.sha256` checks
+    /// from where the export ran, an absolute path from anywhere), in GNU sha256sum's
+    /// format: a name holding a backslash or a newline is escaped, the line
+    /// starting with a backslash.
+    static func manifestLine(_ digest: String, _ path: String) -> String {
+        guard path.unicodeScalars.contains(where: { $0 == "\\" || $0 == "\n" }) else { return "\(digest)  \(path)\n" }
+        var escaped = ""
+        for c in path.unicodeScalars {
+            switch c {
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            default: escaped.unicodeScalars.append(c)
+            }
+        }
+        return "\\\(digest)  \(escaped)\n"
     }
 
     private func write(_ formatter: RecordFormatter, _ progress: Progress?) throws(MsgError) -> Int {

@@ -5,7 +5,9 @@ import MsgKit
 ///
 /// - `msg_messages{status}`: messages by status (every status, zeros too);
 /// - `msg_queue_due_messages` and `msg_queue_lag_seconds`: messages due now
-///   (queued or failed, not before their time) and the age of the oldest of them;
+///   (queued or failed, not before their time) and the age of the oldest of them,
+///   leaving out destinations suspended on purpose (a planned `suspend --for 2h`
+///   is no lag to alert on); `msg_queue_suspended_due_messages` counts those;
 /// - `msg_attempts_total{outcome,code}`: attempts kept in the histories by how
 ///   they ended (sent, failed, dead, or queued again by recover) and error code;
 /// - `msg_enqueue_to_sent_seconds`: a histogram from a message's creation to its
@@ -42,16 +44,23 @@ public struct Metrics {
         var latencySum = 0.0
         var deliveries: [String: Int] = [:]
         var failures: [String: Int] = [:]
+        var suspendedDue = 0
+        let stored = try store.destinationStates(nil)
+        let suspended = Set(stored.compactMap { (k, text) in DestinationState(text: text).suspension.map { $0.holds(at: now) } == true ? k : nil })
         try store.list(Query()) { (r) throws(MsgError) -> Bool in
             let m = r.message
             byStatus[m.status, default: 0] += 1
+            let destination = key.of(m)
             if m.status == .queued || m.status == .failed, (m.dueAt ?? m.createdAt) <= now, !(m.expiresAt.map { $0 <= now } ?? false) {
-                due += 1
-                if oldestDue.map({ m.createdAt < $0 }) ?? true { oldestDue = m.createdAt }
+                if suspended.contains(destination) {
+                    suspendedDue += 1
+                } else {
+                    due += 1
+                    if oldestDue.map({ m.createdAt < $0 }) ?? true { oldestDue = m.createdAt }
+                }
             }
             var previous: Status?
             var sentSeen = false
-            let destination = key.of(m)
             for e in m.history {
                 if previous == .sending, e.status != .sending {
                     let outcome = e.status.rawValue
@@ -75,9 +84,11 @@ public struct Metrics {
         var out = PrometheusText()
         out.family("msg_messages", .gauge, help: "Messages in the store by status.")
         for s in Status.allCases { out.sample("msg_messages", [("status", s.rawValue)], Double(byStatus[s] ?? 0)) }
-        out.family("msg_queue_due_messages", .gauge, help: "Messages queued or failed whose time has come (not held, not expired).")
+        out.family("msg_queue_due_messages", .gauge, help: "Messages queued or failed whose time has come (not held, not expired, not to a suspended destination).")
         out.sample("msg_queue_due_messages", [], Double(due))
-        out.family("msg_queue_lag_seconds", .gauge, help: "Age of the oldest message that is due and not sent; 0 when none is.")
+        out.family("msg_queue_suspended_due_messages", .gauge, help: "Messages whose time has come that wait for a destination suspended by hand.")
+        out.sample("msg_queue_suspended_due_messages", [], Double(suspendedDue))
+        out.family("msg_queue_lag_seconds", .gauge, help: "Age of the oldest message that is due and not sent, leaving out suspended destinations; 0 when none is.")
         out.sample("msg_queue_lag_seconds", [], oldestDue.map { Double(max(0, now.milliseconds - $0.milliseconds)) / 1000 } ?? 0)
         out.family("msg_attempts_total", .counter, help: "Attempts in the stored histories by outcome and error code.")
         for outcome in attempts.keys.sorted() {
@@ -99,14 +110,14 @@ public struct Metrics {
             }
             if other > 0 { out.sample(name, [("destination", "(other)")], Double(other)) }
         }
-        try states(now: now, into: &out)
+        states(stored, now: now, into: &out)
         return out.text
     }
 
-    private func states(now: Timestamp, into out: inout PrometheusText) throws(MsgError) {
+    private func states(_ stored: [String: String], now: Timestamp, into out: inout PrometheusText) {
         var counts: [String: Int] = ["suspended": 0, "paused": 0, "open": 0, "half_open": 0]
         var named: [(String, String)] = []
-        for (k, text) in try store.destinationStates(nil).sorted(by: { $0.key < $1.key }) {
+        for (k, text) in stored.sorted(by: { $0.key < $1.key }) {
             let s = DestinationState(text: text)
             var found: [String] = []
             if let suspension = s.suspension, suspension.holds(at: now) { found.append("suspended") }

@@ -26,36 +26,39 @@ public final class RecordFormatter {
     private let sink: Sink?
 
     /// A formatter to `output`, or to `sink` when given (a file being written
-    /// atomically, say). A table fits `width` cells (nil: as wide as it likes) and
-    /// says when a message is next due relative to `now`.
+    /// atomically, say). A table fits `width` cells (nil: as wide as it likes),
+    /// shows the last `idLength` characters of each id (``ShortID``) and says when
+    /// a message is next due relative to `now`.
     public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput, sink: Sink? = nil,
-                width: Int?, now: Timestamp = .now()) {
+                width: Int?, idLength: Int = 36, now: Timestamp = .now()) {
         self.format = format
         self.includeHistory = includeHistory
         self.output = output
         self.sink = sink
         self.ndjson = NDJSONWriter(output: output, flushEveryLine: false)
         self.showsCreated = width.map { $0 >= 120 } ?? true
-        self.table = TextTable(Self.tableColumns(showingCreated: showsCreated), width: width)
+        self.idLength = idLength
+        self.table = TextTable(Self.tableColumns(showingCreated: showsCreated, idLength: idLength), width: width)
         self.now = now
     }
 
     private let table: TextTable
     private let showsCreated: Bool
+    private let idLength: Int
     private let now: Timestamp
 
     /// The columns a person reads at a terminal, as `postqueue -p` has them: when it
     /// is next due and why the last attempt failed beside what it is. Under 120
     /// cells the creation time gives its room to the others.
-    static func tableColumns(showingCreated: Bool) -> [TextTable.Column] {
-        [.fixed("ID", 36), .fixed("STATUS", 9), .fixed("ATT", 3)] + (showingCreated ? [.fixed("CREATED", 11)] : [])
-            + [.fixed("NEXT", 7), .flexible("TO", share: 2), .flexible("LAST ERROR", share: 3), .flexible("BODY", share: 3)]
+    static func tableColumns(showingCreated: Bool, idLength: Int) -> [TextTable.Column] {
+        [.fixed("ID", max(2, idLength)), .fixed("STATUS", 9), .fixed("ATT", 3)] + (showingCreated ? [.fixed("CREATED", 11)] : [])
+            + [.fixed("NEXT", 7), .flexible("TO", share: 3), .flexible("LAST ERROR", share: 3), .flexible("BODY", share: 2)]
     }
 
     private func tableRow(_ m: Message) -> String {
         let created = String(m.createdAt.description.dropFirst(5).prefix(11)).replacingOccurrences(of: "T", with: " ")
         let error = m.lastError.map { "\($0.code): \($0.message)" } ?? ""
-        return table.row([m.id, m.status.rawValue, String(m.attempts)] + (showsCreated ? [created] : [])
+        return table.row([ShortID.of(m.id, length: idLength), m.status.rawValue, String(m.attempts)] + (showsCreated ? [created] : [])
                          + [Self.next(m, now: now), m.to, error, m.body])
     }
 
@@ -63,7 +66,13 @@ public final class RecordFormatter {
     static func next(_ m: Message, now: Timestamp) -> String {
         guard [.queued, .failed].contains(m.status) else { return "-" }
         guard let due = m.dueAt, due > now else { return "due" }
-        let seconds = (due.milliseconds - now.milliseconds + 999) / 1000
+        return relative(due, now: now)
+    }
+
+    /// A time to come as a person reads it in a table: `in 4m`, `in 2h`, `now`.
+    public static func relative(_ time: Timestamp, now: Timestamp) -> String {
+        guard time > now else { return "now" }
+        let seconds = (time.milliseconds - now.milliseconds + 999) / 1000
         for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where seconds >= size {
             return "in \(seconds / size)\(unit)"
         }

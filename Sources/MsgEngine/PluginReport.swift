@@ -28,16 +28,42 @@ public struct PluginReport {
         self.rows = rows
     }
 
+    /// The directory part of a path (without its last slash).
+    static func directory(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The file name of a path.
+    static func file(_ path: String) -> String {
+        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+    }
+
     /// Writes the rows as ndjson or a table. - Throws: `storeIO` when the output fails.
     public func write(format: OutputFormat, output: ByteOutput, width: Int?) throws(MsgError) {
         if format == .table {
-            let table = TextTable([.fixed("NAME", 17), .fixed("KIND", 18), .fixed("SCHEMES", 18), .fixed("VERSION", 7),
-                                   .flexible("PATH", share: 1)], width: width)
-            output.write(table.header)
-            let pathWidth = table.widths.last ?? 0
-            for r in rows {
-                output.write(table.row([r.name, r.kind, r.schemes.joined(separator: ","), r.version, TextTable.fitKeepingEnd(r.path, pathWidth)]))
+            // Where each plugin was found is what the view is for: never cut. The
+            // directories head their plugins, whole on lines of their own, and the
+            // rows name the files, so a table of the usual names fits 80 cells.
+            let cells = rows.map { r in [r.name, r.kind, r.schemes.joined(separator: ","), r.version, Self.file(r.path)].map(TextTable.escaped) }
+            let headers = ["NAME", "KIND", "SCHEMES", "VERSION", "FILE"]
+            let table = TextTable(headers.indices.map { i in
+                .fixed(headers[i], max(TextTable.displayWidth(headers[i]), cells.map { TextTable.displayWidth($0[i]) }.max() ?? 0))
+            }, width: nil)
+            // Each directory once, where its first plugin was found.
+            var first: [String: Int] = [:]
+            for (i, r) in rows.enumerated() where first[Self.directory(r.path)] == nil { first[Self.directory(r.path)] = i }
+            let order = rows.indices.sorted { (first[Self.directory(rows[$0].path)] ?? 0, $0) < (first[Self.directory(rows[$1].path)] ?? 0, $1) }
+            var directory: String?
+            for (r, row) in order.map({ (rows[$0], cells[$0]) }) {
+                let dir = Self.directory(r.path)
+                if dir != directory {
+                    output.write((directory == nil ? "" : "\n") + TextTable.escaped(dir) + ":\n" + table.header)
+                    directory = dir
+                }
+                output.write(table.row(row))
             }
+            if rows.isEmpty { output.write(table.header) }
             try output.flush()
             return
         }

@@ -4,20 +4,25 @@ import MsgKit
 ///
 /// Each bulk operation is one store commit. An id that names nothing, or a
 /// message whose status does not allow the change, is reported on stderr as
-/// `msg: ID: …` and skipped; the others go through (exit 65 at the end).
+/// `msg: ID: …` (the id once) and skipped; the others go through (exit 65 at the
+/// end). Messages a filter chose (`skipsQuietly`) whose status does not allow the
+/// change are only counted, by status: the filter asked for what can change.
 public struct QueueOperations {
     private let store: any Store
     private let now: Timestamp
     private let reporter: Reporter
     /// Only say what would change: the changes are worked out, none is stored.
     private let dryRun: Bool
+    /// Count, not report, messages whose status does not allow the change.
+    private let skipsQuietly: Bool
 
     /// Operations on `store` at time `now`; problems with single ids go to `reporter`.
-    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter, dryRun: Bool = false) {
+    public init(store: any Store, now: Timestamp = .now(), reporter: Reporter, dryRun: Bool = false, skipsQuietly: Bool = false) {
         self.store = store
         self.now = now
         self.reporter = reporter
         self.dryRun = dryRun
+        self.skipsQuietly = skipsQuietly
     }
 
     /// The outcome of a bulk change.
@@ -26,6 +31,8 @@ public struct QueueOperations {
         public var changed: [Message] = []
         /// Ids reported as problems.
         public var problems = 0
+        /// Messages a filter chose that could not change, by their status.
+        public var skipped: [Status: Int] = [:]
         public var exitCode: Int32 { problems > 0 ? 65 : 0 }
     }
 
@@ -35,17 +42,39 @@ public struct QueueOperations {
         return r.message
     }
 
-    /// Moves each message to `status` with `event`; a message already there is left
-    /// alone without complaint (receipts may arrive twice). - Throws: store errors.
-    /// `reason`, when given, is kept in the event (`"reason"`).
-    public func move(_ ids: [String], to status: Status, event: String, reason: String? = nil) throws(MsgError) -> Outcome {
+    /// Holds queued and failed messages back (`held`, event `held`); a failed one's
+    /// event says so (`"from":"failed"`), and its due time stays, so release gives
+    /// it back as it was. One already held is left alone without complaint.
+    /// `reason`, when given, is kept in the event (`"reason"`). - Throws: store errors.
+    public func hold(_ ids: [String], reason: String? = nil) throws(MsgError) -> Outcome {
         if let reason, reason.utf8.count > 1024 { throw MsgError(.usage, "--reason is \(reason.utf8.count) bytes; at most 1024") }
         return try change(ids) { (m) throws(MsgError) -> Message? in
-            if m.status == status { return nil }
+            if m.status == .held { return nil }
+            guard m.status == .queued || m.status == .failed else {
+                throw MsgError(.invalidTransition, "it is \(m.status.rawValue); only queued or failed messages can be held")
+            }
             var x = m
-            try x.transition(to: status, event: event, at: now)
-            if let reason, !x.history.isEmpty { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
-            if status == .queued || status == .held { x.lease = nil }
+            try x.transition(to: .held, event: "held", at: now)
+            if m.status == .failed { x.history[x.history.count - 1].extra.append(.init("from", .string("failed"))) }
+            if let reason { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
+            x.lease = nil
+            return x
+        }
+    }
+
+    /// Lets held messages go, each back to what it was when held (`queued`, or
+    /// `failed` with its due time), event `released`. One queued or failed is left
+    /// alone without complaint. - Throws: store errors.
+    public func release(_ ids: [String], reason: String? = nil) throws(MsgError) -> Outcome {
+        if let reason, reason.utf8.count > 1024 { throw MsgError(.usage, "--reason is \(reason.utf8.count) bytes; at most 1024") }
+        return try change(ids) { (m) throws(MsgError) -> Message? in
+            if m.status == .queued || m.status == .failed { return nil }
+            guard m.status == .held else { throw MsgError(.invalidTransition, "it is \(m.status.rawValue); only held messages can be released") }
+            let held = m.history.last { $0.event == "held" }
+            let wasFailed = held?.extra.contains { $0.key == "from" && $0.value == .string("failed") } ?? false
+            var x = m
+            try x.transition(to: wasFailed ? .failed : .queued, event: "released", at: now)
+            if let reason { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
             return x
         }
     }
@@ -72,7 +101,7 @@ public struct QueueOperations {
     public func edit(_ ids: [String], to: String?, body: String?, headers: Headers, removeHeaders: [String]) throws(MsgError) -> Outcome {
         try change(ids) { (m) throws(MsgError) -> Message? in
             guard [.queued, .held, .failed].contains(m.status) else {
-                throw MsgError(.invalidTransition, "message \(m.id) is \(m.status.rawValue); only queued, held or failed messages can be edited")
+                throw MsgError(.invalidTransition, "it is \(m.status.rawValue); only queued, held or failed messages can be edited")
             }
             var x = m
             if let to { x.to = to }
@@ -98,6 +127,8 @@ public struct QueueOperations {
         for (m, ok) in zip(found, results) {
             if ok {
                 outcome.changed.append(m)
+            } else if skipsQuietly {
+                outcome.skipped[.sending, default: 0] += 1
             } else {
                 reporter.say("\(m.id): it is being sent; run msg recover if its sender died")
                 outcome.problems += 1
@@ -109,12 +140,8 @@ public struct QueueOperations {
     /// Deletes messages in `statuses` last updated before `olderThan` ago.
     /// - Throws: `usage` for a status that may not be purged; store errors.
     public func purge(statuses: Set<Status>, olderThan: MsgDuration) throws(MsgError) -> Int {
-        let allowed: Set<Status> = [.sent, .delivered, .read, .dead]
-        guard statuses.isSubset(of: allowed) else {
-            throw MsgError(.usage, "purge removes only sent, delivered, read or dead messages, not \(statuses.subtracting(allowed).map(\.rawValue).sorted().joined(separator: ", "))")
-        }
         var ids: [String] = []
-        try store.list(Query(statuses: statuses, updatedBy: Timestamp(milliseconds: now.milliseconds - olderThan.milliseconds))) { (r) throws(MsgError) -> Bool in
+        try store.list(try purgeQuery(statuses: statuses, olderThan: olderThan)) { (r) throws(MsgError) -> Bool in
             ids.append(r.message.id)
             return true
         }
@@ -126,6 +153,16 @@ public struct QueueOperations {
             start += chunk.count
         }
         return removed
+    }
+
+    /// What `purge` removes: messages in `statuses` last updated before `olderThan` ago.
+    /// - Throws: `usage` for a status that may not be purged.
+    public func purgeQuery(statuses: Set<Status>, olderThan: MsgDuration) throws(MsgError) -> Query {
+        let allowed: Set<Status> = [.sent, .delivered, .read, .dead]
+        guard statuses.isSubset(of: allowed) else {
+            throw MsgError(.usage, "purge removes only sent, delivered, read or dead messages, not \(statuses.subtracting(allowed).map(\.rawValue).sorted().joined(separator: ", "))")
+        }
+        return Query(statuses: statuses, updatedBy: Timestamp(milliseconds: now.milliseconds - olderThan.milliseconds))
     }
 
     /// Counts per status and age (time since created) buckets, as Postfix's qshape.
@@ -190,8 +227,17 @@ public struct QueueOperations {
         var outcome = Outcome()
         let found = try existing(ids, &outcome)
         var problems: [String: MsgError] = [:]
+        var skipped: [Status: Int] = [:]
         func apply(_ m: Message) throws(MsgError) -> Message? {
             do throws(MsgError) {
+                if skipsQuietly && !m.isDamaged {
+                    do throws(MsgError) {
+                        return try transform(m)
+                    } catch where error.code == .invalidTransition {
+                        skipped[m.status, default: 0] += 1
+                        return nil
+                    }
+                }
                 if m.isDamaged {
                     throw MsgError(.invalidTransition, "it is a damaged record (msg-record(5)): fix the text in its \(Message.damagedRecordKey) field and add it again, or remove it")
                 }
@@ -213,6 +259,7 @@ public struct QueueOperations {
             reporter.say("\(id): \(error.message)")
         }
         outcome.problems += problems.count
+        outcome.skipped = skipped
         outcome.changed = changed
         return outcome
     }

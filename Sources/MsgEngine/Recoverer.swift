@@ -125,10 +125,12 @@ public enum Redrive {
     /// expiry already past is dropped (it would only expire again).
     /// - Returns: how many were redriven, and the damaged ones left.
     /// - Throws: store errors.
-    public static func run(store: any Store, targets: [String]?, now: Timestamp, expiresAt: Timestamp? = nil,
+    /// At most `limit` are redriven; `reason`, when given, is kept in each `redriven` event.
+    public static func run(store: any Store, targets: [String]?, limit: Int = .max, now: Timestamp, expiresAt: Timestamp? = nil,
+                           reason: String? = nil,
                            report: (EncodedMessage) throws(MsgError) -> Void) throws(MsgError) -> (moved: Int, damaged: [String]) {
         var damaged: [String] = []
-        let moved = try store.claim(Query(statuses: [.dead], ids: targets.map(Set.init)), limit: Int.max) { (m) throws(MsgError) -> Message? in
+        let moved = try store.claim(Query(statuses: [.dead], ids: targets.map(Set.init)), limit: limit) { (m) throws(MsgError) -> Message? in
             if m.isDamaged {
                 damaged.append(m.id)
                 return nil
@@ -142,6 +144,7 @@ public enum Redrive {
                 x.expiresAt = nil
             }
             try x.transition(to: .queued, event: "redriven", at: now)
+            if let reason { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
             return x
         }
         for m in moved { try report(m) }

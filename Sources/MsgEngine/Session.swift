@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// One command's view of msg: its settings, and the store and transport it opens
 /// on first use (so `--help` and `queue count` never load a transport).
@@ -42,6 +43,15 @@ public final class Session {
     ///   such files are there.
     public func store(_ use: StoreUse = .write) throws(MsgError) -> any Store {
         if let openStore { return openStore }
+        // First contact: nothing was ever queued on the default store, so a look
+        // finds an empty queue (as mailq does), and creates nothing. A store that
+        // was named stays an error when missing: it catches typos.
+        if use == .read, let file = settings.defaultStoreFile, !SystemCalls.exists(file),
+           DamagedFile.setAside(besides: file, companions: ["-wal", "-shm"]).isEmpty {
+            let empty = EmptyStore()
+            openStore = empty
+            return empty
+        }
         let s = try loader.openStore(settings.store, access: use == .read ? .read : .write)
         let aside = s.setAside()
         if use == .send, let file = aside.last {

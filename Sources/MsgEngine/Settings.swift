@@ -15,6 +15,10 @@ public struct Settings: Sendable, Equatable {
     /// Where `msg listen` listens when not told (`MSG_LISTEN`, `listen` in the config
     /// file): so a token in it need not be given in argv.
     public var listen: String? = nil
+    /// The default store's file when no flag, variable or config file named a store
+    /// (`$MSG_HOME/queue.sqlite`); nil when one was named. Before anything was
+    /// queued it does not exist, and commands that only look see an empty queue.
+    public var defaultStoreFile: String? = nil
 
     /// What the user gave on the command line; nil where nothing was given.
     public struct Overrides: Sendable {
@@ -48,10 +52,12 @@ public struct Settings: Sendable, Equatable {
         func fromFile(_ key: String) -> String? {
             file[key].map { ConfigFile.expand($0, home: home, env: env) }
         }
-        let store = flags.store ?? env("MSG_STORE") ?? fromFile("store") ?? "sqlite:\(home)/queue.sqlite"
+        let store = flags.store ?? env("MSG_STORE") ?? fromFile("store") ?? "sqlite:\(home)/queue.sqlite"  // defaultStoreFile
         let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
         let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
+        let named = flags.store ?? env("MSG_STORE") ?? fromFile("store")
         return Settings(home: home, store: store, transport: transport,
-                        pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"))
+                        pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"),
+                        defaultStoreFile: named == nil ? "\(home)/queue.sqlite" : nil)
     }
 }

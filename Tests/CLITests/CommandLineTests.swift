@@ -38,7 +38,13 @@ import Testing
         let s = try Sandbox()
         let cases = [
             ("msg queue ls --status nosuch", "msg: The value 'nosuch' is invalid for '--status <list>': unknown status 'nosuch'; expected one of queued, held, sending, failed, sent, delivered, read, dead (see msg queue ls --help)"),
-            ("msg queue ls --stauts queued", "msg: Unknown option '--stauts'. Did you mean '--status'? (see msg queue ls --help)"),
+            ("msg queue ls --stauts queued", "msg: queue ls has no option --stauts (did you mean --status?); see msg queue ls --help"),
+            // An option of another command is named as such, before what became of its value.
+            ("msg retry --status failed", "msg: retry has no option --status; queue ls, queue count, queue rm… have it; see msg retry --help"),
+            ("msg flush --bogus", "msg: flush has no option --bogus; see msg flush --help"),
+            // A negative value is a value, not a missing one.
+            ("msg queue ls --min-attempts -1", "msg: --min-attempts must be 0 or more (see msg queue ls --help)"),
+            ("msg queue ls --error bogus", "msg: --error: unknown code 'bogus'; expected one of rate_limited, rejected, remote, timeout, unreachable, expired, corrupt or none (see msg queue ls --help)"),
             ("msg flush --deadline 3x", "msg: The value '3x' is invalid for '--deadline <deadline>': invalid duration '3x': unknown unit 'x'; write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w (see msg flush --help)"),
             ("msg queue ls --limit -1", "msg: --limit must be 0 or more (see msg queue ls --help)"),
             ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, metrics, export, listen, shell, plugins, help"),

@@ -263,9 +263,9 @@ import Testing
         let r = try s.sh("""
             chmod +x deliver
             msg compose --enqueue > /dev/null
-            msg flush --transport "exec:$PWD/deliver" > /dev/null; echo $?
+            msg flush --transport "exec:$PWD/deliver" > /dev/null < /dev/null; echo $?
             cat got
-            msg queue ls --format csv | tail -n +2 | cut -d, -f2,4,13 | cut -c1-40
+            msg queue ls --format csv < /dev/null | tail -n +2 | cut -d, -f2,4,13 | cut -c1-40
             """, stdin: drafts)
         #expect(r.lines.first == "1", "\(r.out) \(r.err)")
         #expect(Array(r.lines.dropFirst().prefix(1)) == ["dave@example.com|first|1"], "only the clean message ran, with the first header: \(r.out)")

@@ -47,7 +47,7 @@ import Testing
         let until = entry["suspended"]?["until"]?.stringValue.flatMap { Timestamp(rfc3339: $0) }
         let since = entry["suspended"]?["since"]?.stringValue.flatMap { Timestamp(rfc3339: $0) }
         #expect(until != nil && since != nil && until!.milliseconds - since!.milliseconds == 7_200_000, "\(r.out)")
-        #expect(r.out.contains("msg: destination nobody: was not suspended"), "\(r.out)")
+        #expect(r.out.contains("msg: destination nobody: nothing to resume: it was not suspended, paused or open"), "\(r.out)")
         #expect(r.lines.contains("exit 64"), "a zero --for and a missing --reason are usage errors: \(r.out)")
         #expect(!r.lines.contains("exit 0"), "\(r.out)")
     }

@@ -51,7 +51,7 @@ final class Lines: Sendable {
         let lines = Lines()
         let missing = "01890a5d-ac96-774b-bcce-b302099a8057"
         let outcome = try QueueOperations(store: store, now: Fixtures.t0, reporter: lines.reporter)
-            .move([Fixtures.message(1).id, missing], to: .held, event: "held")
+            .hold([Fixtures.message(1).id, missing])
         #expect(outcome.changed.map(\.id) == [Fixtures.message(1).id] && outcome.problems == 1)
         #expect(lines.all == ["\(missing): no such message"])
     }

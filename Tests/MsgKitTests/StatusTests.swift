@@ -6,9 +6,9 @@ import Testing
     /// Columns and rows: queued held sending failed sent delivered read dead.
     static let table: [Status: [Int]] = [
         .queued:    [0, 1, 1, 0, 1, 1, 1, 1],
-        .held:      [1, 0, 0, 0, 0, 0, 0, 0],
+        .held:      [1, 0, 0, 1, 0, 0, 0, 0],
         .sending:   [1, 0, 0, 1, 1, 1, 1, 1],
-        .failed:    [0, 0, 1, 0, 1, 1, 1, 1],
+        .failed:    [0, 1, 1, 0, 1, 1, 1, 1],
         .sent:      [0, 0, 0, 0, 0, 1, 1, 0],
         .delivered: [0, 0, 0, 0, 0, 0, 1, 0],
         .read:      [0, 0, 0, 0, 0, 0, 0, 0],

@@ -28,14 +28,15 @@ public enum Status: String, Sendable, CaseIterable, Hashable, Comparable {
     ///    (The first plan left this implicit; an attempt must be able to fail.)
     /// 3. `failed` → `sending` (retry) and `failed` → `dead` (attempts used up).
     /// 4. `sending` → `queued`: `recover` after a crash before delivery.
-    /// 5. `queued` ↔ `held`. A held message goes nowhere else, so it is never
-    ///    sent until released.
+    /// 5. `queued` ↔ `held` and `failed` ↔ `held` (release gives a message back
+    ///    as it was held). A held message goes nowhere else, so it is never sent
+    ///    or retried until released.
     /// 6. `dead` → `queued` only: the explicit redrive (`retry --dead`).
     /// 7. A status never "changes" to itself: that is not a transition.
     /// 8. `queued` → `dead`: a message past its `expires_at` is never attempted.
     public func canChange(to next: Status) -> Bool {
         switch (self, next) {
-        case (.held, .queued), (.queued, .held): return true
+        case (.held, .queued), (.queued, .held), (.held, .failed), (.failed, .held): return true
         case (.held, _), (_, .held): return false
         case (.sending, .queued): return true
         case (.dead, .queued): return true
