@@ -28,9 +28,11 @@ struct QueueListCommand: SessionCommand {
         guard let query = given else { return try _ = nothingGiven([], badLines: badLines, session) }
         let store = try session.store(.read)
         let chosen = format ?? session.console.format
-        // A table shows as much of each id as makes it unique in the store.
+        // A table shows as much of each id as makes it unique in the store, and
+        // recipients whole where they fit.
+        let measured = chosen == .table ? try ShortID.measure(store) : (idLength: 36, recipientWidth: 0)
         let formatter = RecordFormatter(format: chosen, includeHistory: history, output: session.console.buffer(), width: session.console.width,
-                                        idLength: chosen == .table ? try ShortID.length(in: store) : 36)
+                                        idLength: measured.idLength, recipientWidth: chosen == .table ? measured.recipientWidth : nil)
         try Listing(query: query, filter: filters.filter()).write(from: store, formatter: formatter, includeHistory: history)
         try finish(badLines > 0 ? 65 : 0)
     }

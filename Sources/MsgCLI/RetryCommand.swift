@@ -16,7 +16,7 @@ struct RetryCommand: SessionCommand {
     @OptionGroup var match: MatchOptions
     @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"))
     var pace: String?
-    @Flag(help: "Ignore backoff and any pause a destination asked for (429 Retry-After): retry failed messages now.") var now = false
+    @Flag(help: "Ignore backoff, a pause a destination asked for (429 Retry-After) and an open breaker: retry failed messages now.") var now = false
     @Option(help: "Why; kept in each message's history (the attempt, or with --dead the redrive).") var reason: String?
     @Flag(name: .customLong("dry-run"), help: "Print the messages that would be retried (or redriven) and how many; change nothing.") var dryRun = false
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
@@ -72,7 +72,7 @@ struct RetryCommand: SessionCommand {
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
-        options.rules.overridesPause = now
+        options.rules.overridesWaits = now
         options.rules.reason = reason
         options.pace = try pace.map { (text) throws(MsgError) in try Rate(parsing: text) }
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),

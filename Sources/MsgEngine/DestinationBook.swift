@@ -61,10 +61,11 @@ public struct DestinationBook: Sendable {
     public func verdict(_ state: DestinationState, busy: Bool, probeInFlight: Bool, now: Timestamp) -> Verdict {
         if let suspension = state.suspension, suspension.holds(at: now) { return .hold(.suspended(until: suspension.until)) }
         if busy { return .hold(.busy) }
-        if !rules.overridesPause, let until = state.pausedUntil, until > now { return .hold(.paused(until: until)) }
+        if !rules.overridesWaits, let until = state.pausedUntil, until > now { return .hold(.paused(until: until)) }
         var probe = false
         switch state.breaker(at: now) {
         case .closed: break
+        case _ where rules.overridesWaits: break
         case .open(let until): return .hold(.open(until: until))
         case .halfOpen(let id):
             if id != nil && probeInFlight { return .hold(.probing) }

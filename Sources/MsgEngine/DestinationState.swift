@@ -198,9 +198,10 @@ public struct DeliveryRules: Sendable, Equatable {
     /// The first cool-down; each further opening in a row doubles it, up to ``coolDownCap``.
     public var coolDown = MsgDuration.seconds(30)
     public var coolDownCap = MsgDuration.seconds(600)
-    /// Send even to a destination that asked for a pause (`retry --now`: an
-    /// operator's override); the pause stays for every other run.
-    public var overridesPause = false
+    /// Send even to a destination that asked for a pause or whose breaker is open
+    /// (`retry --now`: an operator's override); both stay for every other run, and
+    /// the outcome teaches the breaker as any other.
+    public var overridesWaits = false
     /// Why this run sends (`retry --reason`), kept in each attempt's history event.
     public var reason: String?
 

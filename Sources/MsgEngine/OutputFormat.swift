@@ -27,10 +27,11 @@ public final class RecordFormatter {
 
     /// A formatter to `output`, or to `sink` when given (a file being written
     /// atomically, say). A table fits `width` cells (nil: as wide as it likes),
-    /// shows the last `idLength` characters of each id (``ShortID``) and says when
-    /// a message is next due relative to `now`.
+    /// shows the last `idLength` characters of each id (``ShortID``), recipients
+    /// whole up to `recipientWidth` cells (as much as 3/5 of the room left), and
+    /// says when a message is next due relative to `now`.
     public init(format: OutputFormat, includeHistory: Bool, output: ByteOutput, sink: Sink? = nil,
-                width: Int?, idLength: Int = 36, now: Timestamp = .now()) {
+                width: Int?, idLength: Int = 36, recipientWidth: Int? = nil, now: Timestamp = .now()) {
         self.format = format
         self.includeHistory = includeHistory
         self.output = output
@@ -38,7 +39,8 @@ public final class RecordFormatter {
         self.ndjson = NDJSONWriter(output: output, flushEveryLine: false)
         self.showsCreated = width.map { $0 >= 120 } ?? true
         self.idLength = idLength
-        self.table = TextTable(Self.tableColumns(showingCreated: showsCreated, idLength: idLength), width: width)
+        self.table = TextTable(Self.tableColumns(showingCreated: showsCreated, idLength: idLength, recipientWidth: recipientWidth, width: width),
+                               width: width)
         self.now = now
     }
 
@@ -50,9 +52,17 @@ public final class RecordFormatter {
     /// The columns a person reads at a terminal, as `postqueue -p` has them: when it
     /// is next due and why the last attempt failed beside what it is. Under 120
     /// cells the creation time gives its room to the others.
-    static func tableColumns(showingCreated: Bool, idLength: Int) -> [TextTable.Column] {
-        [.fixed("ID", max(2, idLength)), .fixed("STATUS", 9), .fixed("ATT", 3)] + (showingCreated ? [.fixed("CREATED", 11)] : [])
-            + [.fixed("NEXT", 7), .flexible("TO", share: 3), .flexible("LAST ERROR", share: 3), .flexible("BODY", share: 2)]
+    static func tableColumns(showingCreated: Bool, idLength: Int, recipientWidth: Int? = nil, width: Int? = nil) -> [TextTable.Column] {
+        let leading: [TextTable.Column] = [.fixed("ID", max(2, idLength)), .fixed("STATUS", 9), .fixed("ATT", 3)]
+            + (showingCreated ? [.fixed("CREATED", 11)] : []) + [.fixed("NEXT", 7)]
+        var to = TextTable.Column.flexible("TO", share: 3)
+        if let recipientWidth {
+            // The recipient whole where it fits in 3/5 of what the fixed columns leave.
+            let used = leading.compactMap(\.width).reduce(0, +) + 2 * (leading.count + 2)
+            let room = width.map { max(2, ($0 - used) * 3 / 5) } ?? recipientWidth
+            to = .fixed("TO", max(2, min(recipientWidth, room)))
+        }
+        return leading + [to, .flexible("LAST ERROR", share: 3), .flexible("BODY", share: 2)]
     }
 
     private func tableRow(_ m: Message) -> String {

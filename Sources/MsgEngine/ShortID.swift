@@ -49,12 +49,42 @@ public enum ShortID {
     /// longest ending two ids share, plus one, and at least ``minimumLength``.
     /// - Throws: store errors.
     public static func length(in store: any Store) throws(MsgError) -> Int {
+        try measure(store).idLength
+    }
+
+    /// What a table of the store needs to know before its first row: the short
+    /// ids' length (``length(in:)``) and the widest recipient, in display cells,
+    /// read by position from the stored text (`to` follows `id`), in one pass.
+    /// - Throws: store errors.
+    public static func measure(_ store: any Store) throws(MsgError) -> (idLength: Int, recipientWidth: Int) {
         var tails: [String] = []
-        try eachID(in: store) { (id) -> Bool in
-            tails.append(String(id.reversed()))
+        var widest = 0
+        try store.listJSON(Query(), includeHistory: false) { (json) throws(MsgError) -> Bool in
+            if let id = RecordLayout.id(in: json) {
+                tails.append(String(id.reversed()))
+                widest = max(widest, recipientWidth(json))
+            } else if let m = try? Message(decoding: json, origin: .stored) {
+                tails.append(String(m.id.reversed()))
+                widest = max(widest, TextTable.displayWidth(m.to))
+            }
             return true
         }
-        return length(ofReversed: &tails)
+        return (length(ofReversed: &tails), widest)
+    }
+
+    private static let toKey = Array(#","to":""#.utf8)
+
+    /// The display width of the recipient of text msg wrote (`"to":"` right after
+    /// the id), 0 when it is not there; an escape counts as the characters written.
+    static func recipientWidth(_ json: UnsafeBufferPointer<UInt8>) -> Int {
+        // `{"id":"` (7), the id (36), its closing quote: the key follows at 44.
+        let start = 44 + toKey.count
+        guard json.count > start, UnsafeBufferPointer(rebasing: json[44..<start]).elementsEqual(toKey) else { return 0 }
+        var i = start
+        while i < json.count, json[i] != UInt8(ascii: "\"") {
+            i += json[i] == UInt8(ascii: "\\") ? 2 : 1
+        }
+        return TextTable.displayWidth(String(decoding: UnsafeBufferPointer(rebasing: json[start..<min(i, json.count)]), as: UTF8.self))
     }
 
     /// ``length(in:)`` for ids given reversed (sorted here in place).

@@ -108,6 +108,7 @@ import Testing
         let s = try Sandbox()
         let r = try s.sh("""
             mkdir bad && cp "\(buildDirectory)"/lib{JSONFileStore,SQLiteStore}.so bad/ && chmod 777 bad
+            msg compose --to a --body b --enqueue > /dev/null
             msg queue count --plugin-path "$PWD/bad"
             """)
         #expect(r.status == 69)

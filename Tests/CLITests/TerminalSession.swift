@@ -5,10 +5,10 @@ import Foundation
 final class TerminalSession {
     private let socket = "msg-test-\(UUID().uuidString.prefix(8))"
 
-    /// Starts `command` (run by sh) in a 160×50 pane; when it ends the pane shows
+    /// Starts `command` (run by sh) in a `width`×50 pane; when it ends the pane shows
     /// `EXITED <status>`.
-    init(_ command: String) throws {
-        guard tmux(["new-session", "-d", "-x", "160", "-y", "50", "\(command); echo EXITED $?; sleep 600"], capture: false).status == 0 else {
+    init(_ command: String, width: Int = 160) throws {
+        guard tmux(["new-session", "-d", "-x", String(width), "-y", "50", "\(command); echo EXITED $?; sleep 600"], capture: false).status == 0 else {
             throw CocoaError(.executableLoad)
         }
     }
