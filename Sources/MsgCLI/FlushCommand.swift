@@ -28,6 +28,9 @@ struct FlushCommand: SessionCommand {
 
     func validate() throws {
         if metrics != nil && !watch { throw ValidationError("--metrics serves while --watch runs; for one reading use msg metrics") }
+        // A filter chooses among the messages there are when the run starts; a watch
+        // sends what becomes due later too.
+        if watch && match.isGiven { throw ValidationError("--watch sends every message that becomes due; a filter (--to, --header…) is for one run") }
     }
 
     func run(_ session: Session) throws {

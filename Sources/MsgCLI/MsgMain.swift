@@ -95,13 +95,7 @@ func oneLine(_ message: String, arguments: [String]) -> String {
     var line = message.split(separator: "\n").first.map(String.init) ?? "the command line is wrong"
     if line.hasPrefix("Error: ") { line.removeFirst("Error: ".count) }
     // The command words: as far as they name subcommands (ids and other arguments follow).
-    var command: any ParsableCommand.Type = MsgCommand.self
-    var path: [String] = []
-    for word in arguments {
-        guard let next = command.configuration.subcommands.first(where: { $0._commandName == word }) else { break }
-        command = next
-        path.append(word)
-    }
+    let path = OptionCheck.command(arguments).1
     return line + " (see msg \(path.isEmpty ? "" : path.joined(separator: " ") + " ")--help)"
 }
 

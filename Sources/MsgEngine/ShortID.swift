@@ -57,19 +57,20 @@ public enum ShortID {
     /// read by position from the stored text (`to` follows `id`), in one pass.
     /// - Throws: store errors.
     public static func measure(_ store: any Store) throws(MsgError) -> (idLength: Int, recipientWidth: Int) {
-        var tails: [String] = []
+        var tails: [UInt64] = []
         var widest = 0
         try store.listJSON(Query(), includeHistory: false) { (json) throws(MsgError) -> Bool in
-            if let id = RecordLayout.id(in: json) {
-                tails.append(String(id.reversed()))
+            // Text msg wrote starts `{"id":"` and the id: read in place.
+            if json.count > 44, json[43] == UInt8(ascii: "\""), let t = tail(json, at: 7) {
+                tails.append(t)
                 widest = max(widest, recipientWidth(json))
             } else if let m = try? Message(decoding: json, origin: .stored) {
-                tails.append(String(m.id.reversed()))
+                if let t = tail(m.id) { tails.append(t) }
                 widest = max(widest, TextTable.displayWidth(m.to))
             }
             return true
         }
-        return (length(ofReversed: &tails), widest)
+        return (length(ofTails: &tails), widest)
     }
 
     private static let toKey = Array(#","to":""#.utf8)
@@ -87,15 +88,46 @@ public enum ShortID {
         return TextTable.displayWidth(String(decoding: UnsafeBufferPointer(rebasing: json[start..<min(i, json.count)]), as: UTF8.self))
     }
 
-    /// ``length(in:)`` for ids given reversed (sorted here in place).
-    static func length(ofReversed tails: inout [String]) -> Int {
+    /// ``length(in:)`` for ids given by their last 16 hex digits (``tail(_:)``),
+    /// sorted here in place: 8 bytes an id, so a million cost 8 MB. Two tails that
+    /// end alike share as many digits as the trailing zero bits of their xor tell;
+    /// past the last group's 12 digits the dash counts as a character too.
+    static func length(ofTails tails: inout [UInt64]) -> Int {
         tails.sort()
         var longest = 0
         for i in tails.indices.dropFirst() {
-            let shared = zip(tails[i - 1].utf8, tails[i].utf8).prefix { $0 == $1 }.count
-            longest = max(longest, shared)
+            let x = tails[i - 1] ^ tails[i]
+            longest = max(longest, x == 0 ? 16 : x.trailingZeroBitCount / 4)
         }
-        return min(36, max(minimumLength, longest + 1))
+        guard longest < 16 else { return 36 }
+        let digits = longest + 1
+        return max(minimumLength, digits <= 12 ? digits : digits + 1)
+    }
+
+    /// The last 16 hex digits of a canonical id as a number (the last group and the
+    /// one before it, the dash left out); nil for any other text.
+    static func tail(_ id: String) -> UInt64? {
+        var id = id
+        return id.withUTF8 { $0.count == 36 ? tail($0, at: 0) : nil }
+    }
+
+    /// ``tail(_:)`` of the id that starts at `base` in `u`.
+    static func tail(_ u: UnsafeBufferPointer<UInt8>, at base: Int) -> UInt64? {
+        guard u.count >= base + 36, u[base + 23] == UInt8(ascii: "-") else { return nil }
+        var n: UInt64 = 0
+        for i in base + 19..<base + 36 where i != base + 23 {
+            guard let d = hexValue(u[i]) else { return nil }
+            n = n << 4 | d
+        }
+        return n
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt64? {
+        switch c {
+        case 0x30...0x39: UInt64(c - 0x30)
+        case 0x61...0x66: UInt64(c - 0x61 + 10)
+        default: nil
+        }
     }
 
     /// The last `length` characters of `id`.

@@ -42,6 +42,7 @@ import Testing
             // An option of another command is named as such, before what became of its value.
             ("msg retry --status failed", "msg: retry has no option --status; queue ls, queue count, queue rm… have it; see msg retry --help"),
             ("msg flush --bogus", "msg: flush has no option --bogus; see msg flush --help"),
+            ("msg flush --watch --to x@y", "msg: --watch sends every message that becomes due; a filter (--to, --header…) is for one run (see msg flush --help)"),
             // A negative value is a value, not a missing one.
             ("msg queue ls --min-attempts -1", "msg: --min-attempts must be 0 or more (see msg queue ls --help)"),
             ("msg queue ls --error bogus", "msg: --error: unknown code 'bogus'; expected one of rate_limited, rejected, remote, timeout, unreachable, expired, corrupt or none (see msg queue ls --help)"),

@@ -23,6 +23,10 @@ import Testing
         #expect(measured.idLength == 10)
         #expect(measured.recipientWidth == 21, "the widest recipient in cells (山田 takes four)")
         #expect(ShortID.of(close[0], length: 10) == "aa3d94bc02")
+        // Past the last group the dash counts: 13 digits shared, 14 shown, 15 characters.
+        let across = ["01a21368-6717-76ba-bc71-841a3d94bc02", "01a21368-672d-7013-a1e1-841a3d94bc02"]
+        let length = try ShortID.measure(store(across)).idLength
+        #expect(length == 15 && ShortID.of(across[0], length: length) != ShortID.of(across[1], length: length))
     }
 
     @Test func aUniquePartFromEitherEndNamesTheMessage() throws {
