@@ -64,6 +64,7 @@ struct DestinationsSuspendCommand: SessionCommand {
     @OptionGroup var eventOptions: EventOptions
 
     func validate() throws {
+        if destination.isEmpty { throw ValidationError("the destination must not be empty") }
         if let duration, duration.milliseconds <= 0 { throw ValidationError("--for must be longer than 0") }
     }
 

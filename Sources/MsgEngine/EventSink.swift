@@ -10,8 +10,12 @@ import Synchronization
 /// Where events go (`--events FILE`, `--on-event CMD`): each ``DeliveryEvent`` as
 /// one NDJSON line appended to the file, and to the command's standard input.
 ///
-/// Never in delivery's way: events are handed to one thread of their own, which
-/// writes and runs the command one event at a time. The command runs like exec:'s
+/// The file gets every event as it happens: the line is appended when the event is
+/// emitted (one short write, under a lock), whatever the hook does. The hook is
+/// never in delivery's way: its runs are handed to one thread of their own, one
+/// event at a time, at most ``hookBacklog`` waiting; what it could not run (the
+/// backlog full, or still waiting when the run ends) is counted on one line by
+/// ``close()``. The command runs like exec:'s
 /// (no shell; words split as a shell splits a simple command; a process group of
 /// its own; no other descriptor) with `MSG_EVENT`, `MSG_DESTINATION` and `MSG_ID`
 /// beside msg's environment, and has ``hookDeadline`` to end: then its group is
@@ -21,6 +25,9 @@ import Synchronization
 public final class EventSink: Sendable {
     public static let hookDeadline = MsgDuration.seconds(10)
     public static let closeWait = MsgDuration.seconds(30)
+    /// The most hook runs that wait; past it an event is still in the file, and
+    /// counted as not run by the hook.
+    public static let hookBacklog = 1000
 
     private let file: String?
     private let fd: Int32
@@ -31,12 +38,20 @@ public final class EventSink: Sendable {
     private let queue = DispatchQueue(label: "msg.events")
     private let group = DispatchGroup()
     private let fileFailed = Atomic<Bool>(false)
+    private let fileLock = Mutex<Void>(())
+    /// Hook runs waiting, and those given up (backlog full, or the run ended).
+    private let waiting = Atomic<Int>(0)
+    private let notRun = Atomic<Int>(0)
+    private let closing = Atomic<Bool>(false)
+    private let wait: MsgDuration
 
     /// A sink writing to `file` (created 0600 when missing, appended to) and running
-    /// `command` (split into words) per event.
+    /// `command` (split into words) per event; ``close()`` waits `closeWait` for the hook.
     /// - Throws: `config` when the file cannot be opened or the command is empty.
-    public init(file: String?, command: String?, environment: [String], reporter: Reporter, errorFD: Int32) throws(MsgError) {
+    public init(file: String?, command: String?, environment: [String], reporter: Reporter, errorFD: Int32,
+                closeWait: MsgDuration = EventSink.closeWait) throws(MsgError) {
         self.file = file
+        self.wait = closeWait
         argv = try command.map { (c) throws(MsgError) in try ShellWords.command(c, what: "--on-event") }
         if let file {
             let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0o600)
@@ -52,22 +67,43 @@ public final class EventSink: Sendable {
 
     deinit { if fd >= 0 { Glibc.close(fd) } }
 
-    /// Queues `event`; returns at once.
+    /// Appends `event` to the file now and queues the hook's run; returns at once.
     public func emit(_ event: DeliveryEvent) {
+        let line = Array(event.line.utf8)
+        if fd >= 0 { fileLock.withLock { _ in append(line) } }
+        guard let argv else { return }
+        if closing.load(ordering: .relaxed) {
+            notRun.add(1, ordering: .relaxed)
+            return
+        }
+        guard waiting.add(1, ordering: .relaxed).newValue <= Self.hookBacklog else {
+            waiting.subtract(1, ordering: .relaxed)
+            notRun.add(1, ordering: .relaxed)
+            return
+        }
         group.enter()
         queue.async { [self] in
             defer { group.leave() }
-            let line = Array(event.line.utf8)
-            if fd >= 0 { append(line) }
-            if let argv { run(argv, event: event, input: line) }
+            waiting.subtract(1, ordering: .relaxed)
+            // The run ended without waiting for this one: counted, not run.
+            if closing.load(ordering: .relaxed) {
+                notRun.add(1, ordering: .relaxed)
+                return
+            }
+            run(argv, event: event, input: line)
         }
     }
 
-    /// Waits for the queued events, at most `closeWait`; says so when some are left.
+    /// Waits for the hook's queued runs, at most `closeWait`; then says on one line
+    /// how many events the hook did not get (they are in `--events FILE`, if given).
     public func close() {
-        if group.wait(timeout: .now() + .milliseconds(Int(Self.closeWait.milliseconds))) == .timedOut {
-            reporter.say("events: still sending after \(Self.closeWait); the rest are not sent")
-        }
+        let timedOut = group.wait(timeout: .now() + .milliseconds(Int(wait.milliseconds))) == .timedOut
+        closing.store(true, ordering: .relaxed)
+        let n = notRun.load(ordering: .relaxed) + (timedOut ? waiting.load(ordering: .relaxed) : 0)
+        guard n > 0 else { return }
+        let kept = fd >= 0 ? "; every event is in \(file ?? "")" : ""
+        let why = timedOut ? "its backlog was full, or it was still busy \(wait) after the run" : "its backlog was full"
+        reporter.say("events: --on-event did not run for \(n) event\(n == 1 ? "" : "s") (\(why))\(kept)")
     }
 
     private func append(_ line: [UInt8]) {

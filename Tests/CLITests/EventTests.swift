@@ -44,4 +44,33 @@ import Testing
         #expect(r.lines.prefix(2) == ["{\"event\":\"suspended\"", "{\"event\":\"resumed\""], "\(r.out)")
         #expect(r.lines.contains("exit 78") && r.lines.last == "0", "\(r.out)")
     }
+
+    /// The file gets every event as it happens, whatever the hook does (#33): 40
+    /// messages die while the hook is blocked, and all 40 are in the file before it
+    /// runs once; then the hook runs for each.
+    @Test func aSlowHookLosesNoEventOfTheFile() throws {
+        let s = try Sandbox()
+        _ = try s.file("hook", "#!/bin/sh\nwhile [ ! -e go ]; do sleep 0.05; done\ncat > /dev/null\necho \"$MSG_ID\" >> ran\n")
+        let r = try s.sh("""
+            chmod +x hook
+            seq 40 | awk '{printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"b\\"}\\n", $1}' | msg compose --enqueue > /dev/null
+            msg flush --transport 'stdout:?fd=3&fail=1&error=rejected' --events ev.ndjson --on-event "$PWD/hook" 3>/dev/null > /dev/null 2> flush.err < /dev/null &
+            flush=$!
+            until [ "$(cat ev.ndjson 2>/dev/null | wc -l)" -ge 40 ]; do kill -0 $flush 2>/dev/null || break; sleep 0.02; done
+            grep -c '"event":"dead"' ev.ndjson
+            test -e ran && echo "the hook ran first" || echo "the hook has not run"
+            touch go
+            wait $flush; echo "exit $?"
+            wc -l < ran
+            cat flush.err | grep -c 'did not run'
+            """)
+        #expect(r.lines == ["40", "the hook has not run", "exit 1", "40", "0"], "\(r.out) \(r.err)")
+    }
+
+    /// `destinations suspend ''` names no destination: refused.
+    @Test func anEmptyDestinationIsRefused() throws {
+        let s = try Sandbox()
+        let r = try s.sh("msg destinations suspend '' --reason x 2>&1; echo \"exit $?\"")
+        #expect(r.lines == ["msg: the destination must not be empty (see msg destinations suspend --help)", "exit 64"], "\(r.out)")
+    }
 }
