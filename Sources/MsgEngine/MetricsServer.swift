@@ -10,9 +10,21 @@ import Synchronization
 /// connection, for Prometheus to scrape. `render` runs on that thread only: for
 /// flush, ``storeMetrics(_:top:)`` reads the store through a handle handed over
 /// whole (delivery's handle is never shared between threads), so a scrape shows
-/// what `msg metrics` prints. Anything but `GET /metrics` is 404; a request that does not
-/// arrive within 5 s, or is larger than 8 KiB, is dropped.
+/// what `msg metrics` prints. Anything but `GET /metrics` is 404.
+///
+/// One idle client cannot blind it: the thread polls every connection at once
+/// (nonblocking), each has ``idleLimit`` to send its request and take the answer,
+/// a request head larger than ``headLimit`` is answered 431 unread, and past
+/// ``connectionLimit`` the oldest connection gives way to the new one, so the
+/// accept queue never fills.
 public final class MetricsServer: Sendable {
+    /// How long a connection may take to send its request and read the answer.
+    public static let idleLimit: Int64 = 5000
+    /// The largest request head read (bytes); past it the answer is 431.
+    public static let headLimit = 8192
+    /// Connections kept at once; past it the oldest is closed.
+    public static let connectionLimit = 512
+
     private let fd: Int32
     private let stopped = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
@@ -39,7 +51,7 @@ public final class MetricsServer: Sendable {
         let bound = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 16) == 0 else {
+        guard bound == 0, listen(fd, 128) == 0 else {
             let message = String(cString: strerror(errno))
             close(fd)
             throw MsgError(.unavailable, "--metrics \(text): cannot listen (\(message))")
@@ -47,6 +59,7 @@ public final class MetricsServer: Sendable {
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         self.fd = fd
         address = "\(host):\(UInt16(bigEndian: actual.sin_port))"
         let loopback = host.hasPrefix("127.")
@@ -72,64 +85,91 @@ public final class MetricsServer: Sendable {
         return { () throws(MsgError) -> String in try Metrics(store: handOff.store, top: top).render() }
     }
 
+    /// One client: what it sent, the answer once its head is whole, and its deadline.
+    private struct Connection {
+        var fd: Int32
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var sent = 0
+        var deadline: Int64
+    }
+
     private func serve(_ render: @Sendable () throws(MsgError) -> String) {
+        var connections: [Connection] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        defer { for c in connections { close(c.fd) } }
         while !stopped.load(ordering: .acquiring) {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 250) > 0 else { continue }
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { continue }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            defer { close(client) }
-            guard let request = Self.readRequest(client) else { continue }
-            let status: String
-            var body: String
-            if request.hasPrefix("GET /metrics ") || request.hasPrefix("GET /metrics?") {
-                do throws(MsgError) {
-                    body = try render()
-                    status = "200 OK"
-                } catch {
-                    body = "msg: \(error.message)\n"
-                    status = "503 Service Unavailable"
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+                + connections.map { pollfd(fd: $0.fd, events: Int16($0.output.isEmpty ? POLLIN : POLLOUT), revents: 0) }
+            let now = Monotonic.milliseconds()
+            let wait = min(250, max(0, (connections.map(\.deadline).min() ?? now + 250) - now))
+            guard poll(&fds, nfds_t(fds.count), Int32(wait)) >= 0 || errno == EINTR else { continue }
+            let after = Monotonic.milliseconds()
+            var kept: [Connection] = []
+            for (i, c) in connections.enumerated() {
+                var c = c
+                if step(&c, fds[i + 1].revents, &buffer, render), after < c.deadline {
+                    kept.append(c)
+                } else {
+                    close(c.fd)
                 }
-            } else {
-                body = "msg serves /metrics only\n"
-                status = "404 Not Found"
             }
-            let head = "HTTP/1.1 \(status)\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n" +
-                "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
-            let bytes = Array((head + body).utf8)
-            var sent = 0
-            while sent < bytes.count {
-                let n = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { break }
-                sent += n
+            connections = kept
+            guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
+            while true {
+                // accept4 is not in Swift's Glibc; spawned children close what they do not need.
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { break }
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+                if connections.count >= Self.connectionLimit { close(connections.removeFirst().fd) }
+                connections.append(Connection(fd: client, deadline: after + Self.idleLimit))
             }
         }
+    }
+
+    /// Reads what a connection sent, or writes its answer, as `events` allow.
+    /// - Returns: whether it stays open.
+    private func step(_ c: inout Connection, _ events: Int16, _ buffer: inout [UInt8], _ render: @Sendable () throws(MsgError) -> String) -> Bool {
+        if c.output.isEmpty {
+            guard events & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { return true }
+            let n = buffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, min($0.count, Self.headLimit + 4 - c.input.count), 0) }
+            guard n > 0 else { return n < 0 && (errno == EAGAIN || errno == EINTR) }
+            c.input += buffer[..<n]
+            if let end = c.input.firstRange(of: [13, 10, 13, 10]) ?? c.input.firstRange(of: [10, 10]) {
+                c.output = Self.answer(String(decoding: c.input[..<end.lowerBound], as: UTF8.self), render)
+            } else if c.input.count > Self.headLimit {
+                c.output = Self.response("431 Request Header Fields Too Large", "msg: a request head is at most \(Self.headLimit) bytes\n")
+            }
+            return true
+        }
+        guard events & Int16(POLLOUT | POLLHUP | POLLERR) != 0 else { return true }
+        let n = c.output[c.sent...].withUnsafeBytes { send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard n > 0 else { return n < 0 && (errno == EAGAIN || errno == EINTR) }
+        c.sent += n
+        return c.sent < c.output.count
+    }
+
+    /// The answer to a request head.
+    static func answer(_ request: String, _ render: @Sendable () throws(MsgError) -> String) -> [UInt8] {
+        guard request.hasPrefix("GET /metrics ") || request.hasPrefix("GET /metrics?") else {
+            return response("404 Not Found", "msg serves /metrics only\n")
+        }
+        do throws(MsgError) {
+            return response("200 OK", try render())
+        } catch {
+            return response("503 Service Unavailable", "msg: \(error.message)\n")
+        }
+    }
+
+    static func response(_ status: String, _ body: String) -> [UInt8] {
+        Array(("HTTP/1.1 \(status)\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body).utf8)
     }
 
     /// A store handle given to the server's thread, its only user from then on.
     private final class HandOff: @unchecked Sendable {
         let store: any Store
         init(_ store: any Store) { self.store = store }
-    }
-
-    /// The request head (up to its blank line), or nil: too slow (5 s), too large
-    /// (8 KiB) or closed.
-    static func readRequest(_ client: Int32) -> String? {
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        let deadline = Monotonic.milliseconds() + 5000
-        while data.count < 8192 {
-            let left = deadline - Monotonic.milliseconds()
-            var p = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            guard left > 0, poll(&p, 1, Int32(left)) > 0 else { return nil }
-            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return nil }
-            data += buffer[..<n]
-            if let end = data.firstRange(of: [13, 10, 13, 10]) ?? data.firstRange(of: [10, 10]) {
-                return String(decoding: data[..<end.lowerBound], as: UTF8.self)
-            }
-        }
-        return nil
     }
 }

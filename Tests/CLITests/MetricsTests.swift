@@ -101,4 +101,43 @@ import Testing
                             "msg_listener_records_received_total{outcome=\"delivered\"} 3",
                             "msg_listener_records_received_total{outcome=\"failed\"} 0", "exit 0"], "\(r.out) \(r.err)")
     }
+
+    /// One idle client cannot blind the endpoint (#33): with 300 connections that
+    /// sent half a request and one sending a 1 MiB header, a scrape is answered at
+    /// once; the large header gets 431.
+    @Test func idleClientsDoNotDelayAScrape() throws {
+        let s = try Sandbox()
+        _ = try s.file("abuse.py", """
+            import socket, subprocess, sys, time
+            host, port, url = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+            socket.setdefaulttimeout(5)  # a server that stops accepting fails the test, not hangs it
+            idle = []
+            for _ in range(300):
+                c = socket.create_connection((host, port)); c.sendall(b"GET /met"); idle.append(c)
+            big = socket.create_connection((host, port))
+            big.settimeout(5)
+            try:
+                big.sendall(b"GET /metrics HTTP/1.1\\r\\nX-Big: " + b"a" * (1 << 20))
+            except OSError:
+                pass
+            start = time.monotonic()
+            code = subprocess.run(["curl", "-s", "-o", "scrape.txt", "-w", "%{http_code}", "--max-time", "3", url], capture_output=True, text=True).stdout
+            print(code, "fast" if time.monotonic() - start < 1 else "slow")
+            try:
+                print(big.recv(64).split(b"\\r\\n")[0].decode())
+            except OSError as e:
+                print("no answer", e)
+            print(sum(1 for c in idle if c.fileno() >= 0))
+            """)
+        let r = try s.sh("""
+            msg flush --watch --metrics 127.0.0.1:0 --transport stdout: > out 2> err < /dev/null & pid=$!
+            for i in $(seq 200); do grep -q 'metrics at' err && break; sleep 0.05; done
+            url=$(sed -n 's/^msg: metrics at \\(http:[^ ]*\\).*/\\1/p' err)
+            hostport=${url#http://}; hostport=${hostport%/metrics}
+            python3 abuse.py "${hostport%:*}" "${hostport#*:}" "$url"
+            grep -c '^msg_messages{status="queued"} 0' scrape.txt
+            kill -TERM $pid; wait $pid; echo "exit $?"
+            """)
+        #expect(r.lines == ["200 fast", "HTTP/1.1 431 Request Header Fields Too Large", "300", "1", "exit 0"], "\(r.out) \(r.err)")
+    }
 }
