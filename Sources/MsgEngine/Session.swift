@@ -42,7 +42,8 @@ public final class Session {
     /// - Throws: `unavailable`, `config`, `storeIO`; `corrupt` for `.send` while
     ///   such files are there.
     public func store(_ use: StoreUse = .write) throws(MsgError) -> any Store {
-        if let openStore { return openStore }
+        // The empty stand-in serves looks only: a write opens (and makes) the store.
+        if let openStore, use == .read || !(openStore is EmptyStore) { return openStore }
         // First contact: nothing was ever queued on the default store, so a look
         // finds an empty queue (as mailq does), and creates nothing. A store that
         // was named stays an error when missing: it catches typos.
