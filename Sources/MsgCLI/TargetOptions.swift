@@ -24,10 +24,10 @@ struct TargetOptions: ParsableArguments {
 
     /// The ids given, nil when none were given (the input is a terminal, /dev/null
     /// or closed), and the number of bad stdin lines. An empty list means the
-    /// input named none. `required`: ids must be given (for commands that never act on all).
+    /// input named none. `required`: ids must be given (for commands that never act
+    /// on all). `use` is how the command opens the store (asked only for a part of an id).
     /// - Throws: `usage` when required and not given; `notFound` or `usage` for a
     ///   part of an id that names none or several; `badInput` for an unreadable input.
-    /// `use` is how the command opens the store (asked only for a part of an id).
     func resolve(_ session: Session, _ use: Session.StoreUse, required: Bool = false) throws(MsgError) -> (ids: [String]?, badLines: Int) {
         if !ids.isEmpty {
             guard ids.allSatisfy(UUIDText.isCanonical) else { return (try ShortID.resolve(ids, in: session.store(use)), 0) }
