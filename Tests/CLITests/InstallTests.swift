@@ -27,7 +27,7 @@ import Testing
         if postgresBuilt {
             let store = "postgres://nobody@127.0.0.1:1/x"
             let loaded = try s.sh("\(bare) queue count --store \(store)")
-            #expect(loaded.status == 74 && loaded.err.contains("127.0.0.1:1"), "the installed postgres plugin loads and connects: \(loaded.err)")
+            #expect(loaded.status == 75 && loaded.err.contains("127.0.0.1:1"), "the installed postgres plugin loads and tries to connect (unreachable: 75): \(loaded.err)")
         }
         let pipeline = try s.sh("\(bare) compose --to ann --body hi | \(bare) queue add | \(bare) flush | wc -l; ls home/outbox/new | wc -l")
         #expect(pipeline.lines == ["1", "1"], "\(pipeline.err)")

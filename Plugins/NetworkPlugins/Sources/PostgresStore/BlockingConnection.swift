@@ -20,7 +20,7 @@ final class BlockingConnection {
     private static let logger = Logger(label: "msg.postgres") { _ in SwiftLogNoOpLogHandler() }
 
     /// Connects. - Throws: `config` for a refused login or a missing database;
-    /// `storeIO` when the server cannot be reached.
+    /// `unreachable` (75: try again) when the server cannot be reached.
     init(_ address: PostgresAddress, password: String?) throws(MsgError) {
         self.address = address
         var config: PostgresConnection.Configuration
@@ -37,7 +37,11 @@ final class BlockingConnection {
                 on: MultiThreadedEventLoopGroup.singleton.next(), configuration: config, id: 1, logger: Self.logger
             ).wait()
         } catch {
-            throw Self.error(error, "connecting to \(address.display)", address)
+            // A server that cannot be reached now (refused, reset, timed out) is a
+            // temporary failure, however PostgresNIO hands it over.
+            let e = Self.error(error, "connecting to \(address.display)", address)
+            let network = error is IOError || error is NIOConnectionError || error is ChannelError
+            throw e.code == .storeIO && network ? MsgError(.unreachable, e.message, underlying: e.underlying) : e
         }
         pending = PendingQuery(connection)
     }
@@ -78,12 +82,15 @@ final class BlockingConnection {
     }
 
     /// Maps a PostgresNIO error to a one-line ``MsgError``: refused logins and missing
-    /// databases are `config` (78), everything else `storeIO` (74). The server's own
-    /// text is kept; PostgresNIO's generic description is not shown.
+    /// databases are `config` (78); a server that went away or cannot be reached (a
+    /// closed or reset connection, a shutdown, a restart, a failover: SQLSTATE class
+    /// 08 and 57P01-57P03) `unreachable` (75: a temporary failure, try again);
+    /// everything else `storeIO` (74). The server's own text is kept; PostgresNIO's
+    /// generic description is not shown.
     static func error(_ error: any Error, _ what: String, _ address: PostgresAddress) -> MsgError {
         if let e = error as? MsgError { return e }
         if error is PendingQuery.Closed {
-            return MsgError(.storeIO, "\(what): \(address.display) closed the connection; work not committed was not stored")
+            return MsgError(.unreachable, "\(what): \(address.display) closed the connection; work not committed was not stored")
         }
         let sendable = SendableDescription(String(reflecting: error))
         guard let psql = error as? PSQLError else {
@@ -95,8 +102,11 @@ final class BlockingConnection {
             switch state {
             case "28000", "28P01", "3D000", "42501", "3F000":
                 return MsgError(.config, "\(what): \(text) (SQLSTATE \(state))", underlying: sendable)
+            case "57P01", "57P02", "57P03", _ where state.hasPrefix("08"):
+                let at = what.contains(address.display) ? "" : " (\(address.display))"
+                return MsgError(.unreachable, "\(what)\(at): \(text) (SQLSTATE \(state))", underlying: sendable)
             default:
-                // Name the server: a restart or shutdown (57P01) reaches us as one of these.
+                // Name the server.
                 let at = what.contains(address.display) ? "" : " (\(address.display))"
                 return MsgError(.storeIO, "\(what)\(at): \(text) (SQLSTATE \(state))", underlying: sendable)
             }
@@ -105,7 +115,11 @@ final class BlockingConnection {
         case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
             // A query still waiting when the server went away fails as the client
             // closing: either way the connection is gone, not the query wrong.
-            return MsgError(.storeIO, "\(what): \(address.display) closed the connection; work not committed was not stored", underlying: sendable)
+            return MsgError(.unreachable, "\(what): \(address.display) closed the connection; work not committed was not stored", underlying: sendable)
+        case .connectionError:
+            let cause = psql.underlying.map(reason) ?? "cannot connect"
+            let at = what.contains(address.display) ? "" : " (\(address.display))"
+            return MsgError(.unreachable, "\(what)\(at): \(cause)", underlying: sendable)
         case .sslUnsupported:
             return MsgError(.config, "\(what): the server does not offer TLS, and sslmode=\(address.tls.rawValue) requires it", underlying: sendable)
         case .authMechanismRequiresPassword:

@@ -122,7 +122,8 @@ final class Workers: @unchecked Sendable {
         }
     }
 
-    @Test func aServerThatIsNotThereIsAStoreIOError() throws {
+    /// Unreachable is a temporary failure (75: try again), not damage (74) (#34).
+    @Test func aServerThatIsNotThereIsATemporaryFailure() throws {
         // A port nothing listens on: bind one, learn it, close it.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
@@ -137,7 +138,7 @@ final class Workers: @unchecked Sendable {
             _ = try TestServer.open("postgres://msg@127.0.0.1:\(port)/q")
             Issue.record("connected to a closed port")
         } catch {
-            #expect(error.code == .storeIO && error.code.exitCode == 74, "\(error.code)")
+            #expect(error.code == .unreachable && error.code.exitCode == 75, "\(error.code)")
             #expect(error.message.contains("127.0.0.1:\(port)"), "\(error.message)")
         }
     }
