@@ -52,10 +52,10 @@ public struct Settings: Sendable, Equatable {
         func fromFile(_ key: String) -> String? {
             file[key].map { ConfigFile.expand($0, home: home, env: env) }
         }
-        let store = flags.store ?? env("MSG_STORE") ?? fromFile("store") ?? "sqlite:\(home)/queue.sqlite"  // defaultStoreFile
+        let named = flags.store ?? env("MSG_STORE") ?? fromFile("store")
+        let store = named ?? "sqlite:\(home)/queue.sqlite"
         let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
         let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
-        let named = flags.store ?? env("MSG_STORE") ?? fromFile("store")
         return Settings(home: home, store: store, transport: transport,
                         pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"),
                         defaultStoreFile: named == nil ? "\(home)/queue.sqlite" : nil)
