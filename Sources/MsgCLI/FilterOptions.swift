@@ -62,12 +62,7 @@ struct MatchOptions: ParsableArguments {
     /// - Throws: store errors.
     func narrow(_ given: [String]?, statuses: Set<Status>, limit: Int? = nil, in store: any Store) throws(MsgError) -> [String]? {
         guard isGiven else { return given }
-        var listing = self.listing(statuses: statuses, limit: given == nil ? limit : nil)
-        if let given { listing.query.ids = Set(given) }
-        let matching = try listing.ids(in: store)
-        guard let given else { return matching }
-        let keep = Set(matching)
-        return given.filter { keep.contains($0) }
+        return try listing(statuses: statuses, limit: given == nil ? limit : nil).narrow(given, in: store)
     }
 
     /// The listing of messages in `statuses` that match, at most `limit`.

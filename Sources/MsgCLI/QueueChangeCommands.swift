@@ -33,19 +33,8 @@ struct ActionOptions: ParsableArguments {
         }
         if try nothingGiven(given, badLines: badLines, session) { return }
         let store = try session.store()
-        var ids = given
-        if filters.isGiven {
-            var listing = filters.listing()
-            if let given { listing.query.ids = Set(given) }
-            let matching = try listing.ids(in: store)
-            if let given {
-                // Keep the order given; report none of those the filter leaves out.
-                let keep = Set(matching)
-                ids = given.filter { keep.contains($0) }
-            } else {
-                ids = matching
-            }
-        }
+        // Ids given keep their order; none the filter leaves out is reported.
+        let ids = filters.isGiven ? try filters.listing().narrow(given, in: store) : given
         // What the filter chose and cannot change is counted, not an error: the
         // filter asked for what can change. Ids given are each told.
         let operations = QueueOperations(store: store, reporter: session.reporter, dryRun: dryRun, skipsQuietly: given == nil)

@@ -53,6 +53,16 @@ public struct Listing {
         return try ids(in: store).count
     }
 
+    /// The ids `given` that match, in the order given; without them, the ids of the
+    /// matching records (``ids(in:)``). - Throws: `storeIO`, `corrupt`.
+    public func narrow(_ given: [String]?, in store: any Store) throws(MsgError) -> [String] {
+        guard let given else { return try ids(in: store) }
+        var listing = self
+        listing.query.ids = Set(given)
+        let keep = Set(try listing.ids(in: store))
+        return given.filter { keep.contains($0) }
+    }
+
     /// The ids of the matching records, in FIFO order. - Throws: `storeIO`, `corrupt`.
     public func ids(in store: any Store) throws(MsgError) -> [String] {
         var storeQuery = query

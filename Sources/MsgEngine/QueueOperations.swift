@@ -230,20 +230,17 @@ public struct QueueOperations {
         var skipped: [Status: Int] = [:]
         func apply(_ m: Message) throws(MsgError) -> Message? {
             do throws(MsgError) {
-                if skipsQuietly && !m.isDamaged {
-                    do throws(MsgError) {
-                        return try transform(m)
-                    } catch where error.code == .invalidTransition {
-                        skipped[m.status, default: 0] += 1
-                        return nil
-                    }
-                }
                 if m.isDamaged {
                     throw MsgError(.invalidTransition, "it is a damaged record (msg-record(5)): fix the text in its \(Message.damagedRecordKey) field and add it again, or remove it")
                 }
                 return try transform(m)
             } catch {
-                problems[m.id] = error
+                // A status the change does not allow, among what a filter chose: counted.
+                if skipsQuietly && !m.isDamaged && error.code == .invalidTransition {
+                    skipped[m.status, default: 0] += 1
+                } else {
+                    problems[m.id] = error
+                }
                 return nil
             }
         }
