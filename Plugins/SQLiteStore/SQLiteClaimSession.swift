@@ -68,12 +68,18 @@ final class SQLiteClaimSession: ClaimSession {
     func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
         var q = query
         q.limit = nil
-        let (sql, binder) = SQLiteQuery.select(Row.columns, q, after: position, skipping: skipping, limit: limit)
-        let s = try db.statement(sql)
-        binder(s)
         var rows: [Row.Copy] = []
-        while try s.step("claiming messages") { rows.append(Row(s).copy()) }
-        s.reset()
+        let heads = HeadsScan(db: db)
+        if !skipping.isEmpty, SQLiteQuery.readsHeads(q), try heads.isCrowded(after: position, skipping: skipping, want: limit) {
+            // Most of what comes next waits behind skipped destinations: from the heads.
+            rows = try heads.candidates(q, after: position, skipping: skipping, limit: limit)
+        } else {
+            let (sql, binder) = SQLiteQuery.select(Row.columns, q, after: position, skipping: skipping, limit: limit)
+            let s = try db.statement(sql)
+            binder(s)
+            while try s.step("claiming messages") { rows.append(Row(s).copy()) }
+            s.reset()
+        }
         // Decoded on all cores; considered in FIFO order by the caller.
         let records = SQLiteStore.decodeAll(rows)
         var out: [ClaimRow] = []

@@ -81,9 +81,12 @@ final class DestinationPlanner: ClaimPlanner {
         }
     }
 
-    /// Recipients the store may leave out: destinations held in this scan.
+    /// Recipients the store may leave out: destinations held in this scan, and those
+    /// in flight in another process (held whatever their state says), so a claim
+    /// never reads the messages waiting behind them, not even its first chunk.
     var skipping: Set<String> {
-        rules.key == .recipient ? scan.skippable : []
+        guard rules.key == .recipient else { return [] }
+        return scan.foreignKeys.isEmpty ? scan.skippable : scan.skippable.union(scan.foreignKeys)
     }
 
     func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {

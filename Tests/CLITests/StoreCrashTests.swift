@@ -146,3 +146,53 @@ let twentyThousand: String = {
         #expect(lines.contains("acked ids stored: \(acked)"), "\(lines)")
     }
 }
+
+@Suite(.timeLimit(.minutes(5))) struct SchemaMigrationTests {
+    /// A schema 3 store of 200,000 records (schema 4 with its one index dropped and
+    /// the version set back) is brought to 4 by the first command that writes; that
+    /// command is killed with SIGKILL at random moments of the migration. The store
+    /// is always schema 3 or 4, whole, with every record.
+    @Test func aKilledMigrationLeavesSchema3Or4AndLosesNothing() throws {
+        let s = try Sandbox()
+        let n = 200_000
+        let made = try s.sh("""
+            seq \(n) | awk '{printf "{\\"to\\":\\"user%d@example.com\\",\\"body\\":\\"migration %d\\"}\\n", $1 % 5000, $1}' \
+              | msg compose | msg queue add --store sqlite:\(s.home)/v3.sqlite > /dev/null \
+            && sqlite3 \(s.home)/v3.sqlite 'DROP INDEX messages_heads; PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE)'
+            """)
+        #expect(made.status == 0, "\(made.err)")
+        // How long one whole migration takes here: the kills fall inside it.
+        let whole = try s.sh("cp \(s.home)/v3.sqlite \(s.home)/timed.sqlite && msg recover --store sqlite:\(s.home)/timed.sqlite")
+        #expect(whole.status == 0, "\(whole.err)")
+        let start = Date()
+        _ = try s.sh("cp \(s.home)/v3.sqlite \(s.home)/timed2.sqlite && msg recover --store sqlite:\(s.home)/timed2.sqlite")
+        let span = max(0.02, Date().timeIntervalSince(start))
+        var versions: Set<String> = []
+        for round in 0..<12 {
+            let path = "\(s.home)/r\(round).sqlite"
+            #expect(try s.sh("cp \(s.home)/v3.sqlite \(path)").status == 0)
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+            p.arguments = ["recover", "--store", "sqlite:\(path)"]
+            p.standardInput = FileHandle.nullDevice
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            usleep(useconds_t(Double(round) / 12 * span * 1_000_000))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            let version = try s.sh("sqlite3 \(path) 'PRAGMA user_version'").out.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(version == "3" || version == "4", "round \(round): schema \(version)")
+            versions.insert(version)
+            let check = try s.sh("sqlite3 \(path) 'PRAGMA integrity_check'").out.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(check == "ok", "round \(round): \(check)")
+            let heads = try s.sh("sqlite3 \(path) \"SELECT count(*) FROM sqlite_master WHERE name = 'messages_heads'\"").out
+            #expect(heads.trimmingCharacters(in: .whitespacesAndNewlines) == (version == "4" ? "1" : "0"), "round \(round): the index goes with the version")
+            // The next command that writes finishes the migration; every record is there.
+            let count = try s.sh("msg recover --store sqlite:\(path) && msg queue count --store sqlite:\(path)")
+            #expect(count.status == 0, "round \(round): \(count.err)")
+            #expect(count.out.trimmingCharacters(in: .whitespacesAndNewlines) == "\(n)", "round \(round): \(count.out)")
+        }
+        #expect(versions.contains("3"), "some kill fell before the migration's commit")
+    }
+}
