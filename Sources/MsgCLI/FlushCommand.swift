@@ -51,6 +51,10 @@ struct FlushCommand: SessionCommand {
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
+        if watch {
+            // A daemon rides out a store that goes away (a PostgreSQL restart): it waits and goes on.
+            flusher.outage = StoreOutage(store: session.settings.store, stop: stopping.request, reporter: session.reporter)
+        }
         let server = try metrics.map { (address) throws(MsgError) in
             try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),
                               reporter: session.reporter)

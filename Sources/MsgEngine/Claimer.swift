@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import MsgKit
 
 /// What a run takes from the store and gives back (docs/DESIGN.md 6): claims in
@@ -41,8 +44,12 @@ final class Claimer {
     private var attempted: Set<String> = []
     private let remember: Bool
 
-    init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp) {
+    /// Rides out a store that cannot be reached (`flush --watch`); nil: its error ends the run.
+    let outage: StoreOutage?
+
+    init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil) {
         self.store = store
+        self.outage = outage
         self.book = DestinationBook(rules: options.rules)
         self.options = options
         self.faults = faults
@@ -58,6 +65,44 @@ final class Claimer {
     /// Takes up to `limit` due messages, recording them `sending` in one commit with
     /// the lessons learnt since the last claim.
     func claim(limit: Int) throws(MsgError) -> Round {
+        let round = try storeCall("claiming") { () throws(MsgError) -> Round in try claimOnce(limit: limit) }
+        if let outage, outage.ended != outagesSeen {
+            outagesSeen = outage.ended
+            try putBackOrphans()
+        }
+        return round
+    }
+
+    /// Outages ended that ``putBackOrphans()`` has looked after.
+    private var outagesSeen = 0
+
+    /// After an outage: a claim whose commit reached the store while its answer was
+    /// lost left messages `sending` under this process's lease that this run never
+    /// handed to a transport. No other process takes them while this one lives, so
+    /// they go back to `queued` now (a `recovered` event), to be sent once.
+    private func putBackOrphans() throws(MsgError) {
+        let own = inFlight
+        let pid = getpid()
+        let now = clock()
+        _ = try storeCall("putting back what the outage left sending") { () throws(MsgError) in
+            try store.claim(Query(statuses: [.sending]), limit: .max) { (m) throws(MsgError) -> Message? in
+                guard let lease = m.lease, lease.host == Owner.host, lease.pid == pid, !own.contains(m.id) else { return nil }
+                var x = m
+                x.lease = nil
+                try x.transition(to: .queued, event: "recovered", at: now)
+                return x
+            }
+        }
+    }
+
+    /// Runs a store call, through the outage when there is one.
+    func storeCall<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        guard let outage else { return try body() }
+        return try outage.retrying(what, body)
+    }
+
+    /// One claim: what failed commits nothing, so it may be made again (with a new plan).
+    private func claimOnce(limit: Int) throws(MsgError) -> Round {
         let now = clock()
         let token = try store.changeToken()
         if scan.mustRewind(token: token, freed: freed, at: now) { scan.rewind() }
@@ -139,7 +184,9 @@ final class Claimer {
     /// - Returns: how many were put back.
     func putBack(_ items: [Claimed]) throws(MsgError) -> Int {
         guard !items.isEmpty else { return 0 }
-        let applied = try store.update(items.map { Change($0.original, expected: .sending) })
+        let applied = try storeCall("putting messages back") { () throws(MsgError) in
+            try store.update(items.map { Change($0.original, expected: .sending) })
+        }
         for item in items { forget(item.record.message.id, key: item.key) }
         return applied.filter { $0 }.count
     }
@@ -156,7 +203,9 @@ final class Claimer {
         for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
             var n = scan.heldCount[key] ?? 0
             if options.rules.key == .recipient {
-                n = try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))
+                n = try storeCall("counting") { () throws(MsgError) in
+                    try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))
+                }
             }
             out.append((key, hold, n))
         }

@@ -58,6 +58,8 @@ public final class Flusher {
     let unit: @Sendable () -> Double
     /// Where state changes worth telling go (`--events`, `--on-event`), if anywhere.
     let events: EventSink?
+    /// Rides out a store that cannot be reached (`flush --watch`); nil: its error ends the run.
+    public var outage: StoreOutage?
 
     /// A flusher; `clock`, `sleep` and `unit` (a random number in [0, 1), for jitter)
     /// are injected so tests control time. `stop` is asked between transport calls.
@@ -107,7 +109,7 @@ public final class Flusher {
     /// nothing more is claimed and what was claimed but not attempted goes back
     /// exactly as it was. The lessons of the last outcomes are stored before it ends.
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
-        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock)
+        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage)
         let misconfigured = FirstError()
         outputError = nil
         defer { progress?.finish() }
@@ -233,7 +235,14 @@ public final class Flusher {
 
     /// The earliest time a message this command takes becomes due, if any is waiting.
     public func nextDue() throws(MsgError) -> Timestamp? {
-        try store.nextDue(options.statuses, after: clock())
+        if let outage { return try outage.retrying("waiting") { () throws(MsgError) in try store.nextDue(options.statuses, after: clock()) } }
+        return try store.nextDue(options.statuses, after: clock())
+    }
+
+    /// The store's change token (``Store/changeToken()``), through the outage when there is one.
+    public func changeToken() throws(MsgError) -> UInt64? {
+        if let outage { return try outage.retrying("waiting") { () throws(MsgError) in try store.changeToken() } }
+        return try store.changeToken()
     }
 
     /// The destinations that held messages back, one line each (breaker open,

@@ -82,7 +82,20 @@ public final class MetricsServer: Sendable {
     /// What renders ``Metrics`` of `store`, which the server's thread alone uses from then on.
     public static func storeMetrics(_ store: any Store, top: Int = 20) -> @Sendable () throws(MsgError) -> String {
         let handOff = HandOff(store)
-        return { () throws(MsgError) -> String in try Metrics(store: handOff.store, top: top).render() }
+        return { () throws(MsgError) -> String in
+            // A store that cannot be reached (a server restarting) is said, not an error:
+            // the scrape answers, with msg_store_up 0, and the next one reads the store again.
+            var up = PrometheusText()
+            up.family("msg_store_up", .gauge, help: "1 when the store answered this scrape, 0 when it could not be reached.")
+            do throws(MsgError) {
+                let text = try Metrics(store: handOff.store, top: top).render()
+                up.sample("msg_store_up", [], 1)
+                return text + up.text
+            } catch where error.code == .unreachable {
+                up.sample("msg_store_up", [], 0)
+                return up.text
+            }
+        }
     }
 
     /// One client: what it sent, the answer once its head is whole, and its deadline.

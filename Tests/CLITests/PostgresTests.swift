@@ -135,6 +135,60 @@ import Testing
         try expectEachDeliveredOnce(s, 5000, env, "after the restart")
     }
 
+    /// `flush --watch` rides out a server that goes away in the middle of a flush:
+    /// eight seconds down (`pg_ctl stop -m fast`), then a kill -9 of the postmaster.
+    /// It stays alive, says each outage once when it starts and once when it ends,
+    /// serves `msg_store_up 0` meanwhile, and sends every message once, those added
+    /// after each outage too; a one-shot command during the outage exits 75; SIGTERM
+    /// during a third outage ends the watch (exit 0), saying so.
+    @Test func aWatchRidesOutAServerThatGoesAway() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue().merging(["CTL": server.control, "DIR": server.directory]) { $1 }
+        try compose(s, 2000, env)
+        let r = try s.sh("""
+            sent() { msg queue count --status sent 2>/dev/null || echo -1; }
+            until_sent() {
+                for i in $(seq 1200); do [ "$(sent)" = "$1" ] && return 0; kill -0 $p 2>/dev/null || break; sleep 0.05; done
+                echo "only $(sent) of $1 sent"
+            }
+            msg flush --watch --batch 16 --metrics 127.0.0.1:0 > a 2> err & p=$!
+            until [ "$(wc -l < a)" -ge 200 ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
+            "$CTL" down "$DIR"
+            for i in $(seq 200); do grep -q 'waits for the store' err && break; sleep 0.05; done
+            url=$(sed -n 's/^msg: metrics at \\(http:[^ ]*\\).*/\\1/p' err)
+            curl -s "$url" | grep '^msg_store_up'
+            msg queue count > /dev/null 2> count.err; echo "count $?"
+            sleep 8
+            "$CTL" up "$DIR"
+            until_sent 2000
+            seq 100 | awk '{printf "{\\"to\\":\\"v%d\\",\\"body\\":\\"after %d\\"}\\n", $1, $1}' | msg compose --enqueue > /dev/null
+            until_sent 2100
+            seq 2000 | awk '{printf "{\\"to\\":\\"w%d\\",\\"body\\":\\"second %d\\"}\\n", $1, $1}' | msg compose --enqueue > /dev/null
+            until [ "$(wc -l < a)" -ge 2300 ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
+            "$CTL" crash "$DIR"
+            "$CTL" up "$DIR"
+            until_sent 4100
+            curl -s "$url" | grep '^msg_store_up'
+            kill -0 $p && echo alive
+            "$CTL" down "$DIR"
+            for i in $(seq 400); do [ "$(grep -c 'waits for the store' err)" = 3 ] && break; sleep 0.05; done
+            kill -TERM $p; wait $p; echo "exit $?"
+            "$CTL" up "$DIR"
+            grep -c 'waits for the store' err
+            grep -c 'reachable again after' err
+            grep -c 'stopped by SIGTERM while waiting for the store' err
+            cut -c8-43 a | sort | uniq -d | wc -l
+            """, env: env)
+        let said = (try? String(contentsOfFile: s.home + "/err", encoding: .utf8)) ?? ""
+        #expect(r.lines == ["msg_store_up 0", "count 75", "msg_store_up 1", "alive", "exit 0", "3", "2", "1", "0"], "\(r.out) \(r.err) \(said)")
+        let countErr = try String(contentsOfFile: s.home + "/count.err", encoding: .utf8)
+        #expect(countErr.split(separator: "\n").count == 1 && countErr.contains("127.0.0.1"), "one line naming the server: \(countErr)")
+        let history = try records(try s.sh("msg queue ls --history", env: env).out)
+        #expect(history.count == 4100 && history.allSatisfy { $0.status == .sent }, "every message sent")
+        #expect(history.allSatisfy { $0.history.filter { $0.status == .sent }.count == 1 }, "each sent once")
+    }
+
     @Test func thePasswordComesFromTheEnvironmentOrAPassFileNeverTheURL() throws {
         let server = try Server()
         let s = try Sandbox()

@@ -33,4 +33,24 @@ import Testing
         #expect(stderr == "msg: stopping (SIGTERM): 2 sent, 0 deferred, 0 dead\n")
         #expect(try s.sh("msg queue count --status sent").out == "2\n")
     }
+
+    /// A SQLite store whose directory is moved away under a `flush --watch` stays
+    /// its store: the open handle goes on with the moved file (new work added there
+    /// is sent), and no fresh empty store is made at the old path.
+    @Test
+    func aWatchKeepsItsSQLiteStoreWhenItsDirectoryIsMoved() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg compose --to a --body first --store sqlite:d/q.sqlite --enqueue > /dev/null
+            msg flush --watch --store sqlite:d/q.sqlite > out 2> err & p=$!
+            until [ "$(wc -l < out)" -ge 1 ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
+            mv d moved
+            msg compose --to a --body second --store sqlite:moved/q.sqlite --enqueue > /dev/null
+            until [ "$(wc -l < out)" -ge 2 ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
+            kill -TERM $p; wait $p; echo "exit $?"
+            [ -e d ] && echo "a fresh d" || echo "no d"
+            msg queue count --status sent --store sqlite:moved/q.sqlite
+            """)
+        #expect(r.lines == ["exit 0", "no d", "2"], "\(r.out) \(r.err)")
+    }
 }

@@ -15,8 +15,13 @@ import PostgresNIO
 /// a commit msg acknowledges must be on the server's disk.
 final class BlockingConnection {
     let address: PostgresAddress
-    private let connection: PostgresConnection
-    private let pending: PendingQuery
+    private let configuration: PostgresConnection.Configuration
+    private var connection: PostgresConnection
+    private var pending: PendingQuery
+    /// The connection was lost (the server restarted, failed over, went away): the
+    /// next query connects again first, so a long-running command (`flush --watch`)
+    /// goes on once the server is back.
+    private var lost = false
     private static let logger = Logger(label: "msg.postgres") { _ in SwiftLogNoOpLogHandler() }
 
     /// Connects. - Throws: `config` for a refused login or a missing database;
@@ -32,8 +37,14 @@ final class BlockingConnection {
         }
         config.options.connectTimeout = .milliseconds(address.connectTimeout.milliseconds)
         config.options.additionalStartupParameters = [("application_name", "msg"), ("synchronous_commit", "on")]
+        configuration = config
+        connection = try Self.connect(config, address)
+        pending = PendingQuery(connection)
+    }
+
+    private static func connect(_ config: PostgresConnection.Configuration, _ address: PostgresAddress) throws(MsgError) -> PostgresConnection {
         do {
-            connection = try PostgresConnection.connect(
+            return try PostgresConnection.connect(
                 on: MultiThreadedEventLoopGroup.singleton.next(), configuration: config, id: 1, logger: Self.logger
             ).wait()
         } catch {
@@ -43,7 +54,6 @@ final class BlockingConnection {
             let network = error is IOError || error is NIOConnectionError || error is ChannelError
             throw e.code == .storeIO && network ? MsgError(.unreachable, e.message, underlying: e.underlying) : e
         }
-        pending = PendingQuery(connection)
     }
 
     deinit {
@@ -53,10 +63,20 @@ final class BlockingConnection {
     /// Runs one statement and collects its rows. - Throws: as ``error(_:_:_:)`` maps.
     @discardableResult
     func query(_ q: PostgresQuery, _ what: @autoclosure () -> String) throws(MsgError) -> PostgresQueryResult {
+        if lost {
+            let fresh = try Self.connect(configuration, address)
+            _ = try? connection.close().wait()
+            connection = fresh
+            pending = PendingQuery(fresh)
+            lost = false
+        }
         do {
             return try pending.run(on: connection.eventLoop) { connection.query(q, logger: Self.logger) }
         } catch {
-            throw Self.error(error, what(), address)
+            let e = Self.error(error, what(), address)
+            // Unreachable: the connection is gone (or unusable); the next query makes a new one.
+            if e.code == .unreachable { lost = true }
+            throw e
         }
     }
 
@@ -67,7 +87,8 @@ final class BlockingConnection {
         do throws(MsgError) {
             result = try body()
         } catch {
-            _ = try? query("ROLLBACK", what)
+            // A lost connection took its transaction with it.
+            if !lost { _ = try? query("ROLLBACK", what) }
             throw error
         }
         try query("COMMIT", what)
