@@ -16,9 +16,10 @@ import MsgKit
 /// SQLite work of 100,000 messages (a claim and an outcome update each): 166k/s,
 /// against 110k/s for schema 2.
 /// - A rowid table: updates find their row by an integer, not by a text key.
-/// - `messages_open`: the records not finished (not sent, delivered or read) in
-///   FIFO order, with their recipient, so a claim skips the messages of a waiting
-///   destination without reading their rows. A claim changes no entry of it; an
+/// - `messages_open`: the records a flush or retry may take or has (queued,
+///   failed, sending; schema 3 had every record not sent) in FIFO order, with
+///   their recipient, so a claim skips the messages of a waiting destination
+///   without reading their rows. A claim changes no entry of it; an
 ///   outcome that finishes a record removes one. Status is not in it: adding it
 ///   cost 15% of every update.
 /// - `messages_inflight`: records `sending`, by lease end (`lease_until`, 0 when
@@ -27,7 +28,9 @@ import MsgKit
 /// - No index by recipient alone: it doubled the cost of `queue add` (random
 ///   inserts into a large b-tree).
 ///
-/// Schema 4 adds `messages_heads`: the open records by recipient, in FIFO order.
+/// Schema 4 keeps dead and held records out of the open ones (a million dead after
+/// an outage cost a flush nothing) and adds `messages_heads`: the open records by
+/// recipient, in FIFO order.
 /// A claim whose next records in FIFO order are mostly to destinations it skips
 /// (in flight, paused, behind an open breaker: a million waiting behind one) reads
 /// the heads of the other destinations instead of walking past them
@@ -96,9 +99,11 @@ enum SQLiteSchema {
         CREATE INDEX messages_inflight ON messages(lease_until) WHERE lease_until IS NOT NULL;
         CREATE INDEX messages_due ON messages(due_at) WHERE due_at IS NOT NULL;
         """,
-        // Version 4: the open records per destination in FIFO order, so a claim reads
-        // the heads of the destinations it may send to (``HeadsScan``).
+        // Version 4: dead and held records leave the open ones (``StoredColumns/isOpen(_:)``);
+        // the open records per destination in FIFO order, so a claim reads the heads
+        // of the destinations it may send to (``HeadsScan``).
         """
+        UPDATE messages SET open = NULL WHERE open IS NOT NULL AND status NOT IN ('queued', 'failed', 'sending');
         CREATE INDEX messages_heads ON messages(recipient, created_at, id) WHERE open IS NOT NULL;
         """,
     ]

@@ -24,7 +24,7 @@ enum Salvage {
         VALUES (?1, ?2, ?3, ?4, ?5,
                 CASE WHEN ?2 IN ('queued', 'failed', 'held') THEN ?6 END,
                 CASE WHEN ?2 = 'sending' THEN coalesce(?7, 0) END,
-                CASE WHEN ?2 IN ('sent', 'delivered', 'read') THEN NULL ELSE 1 END,
+                CASE WHEN ?2 IN ('queued', 'failed', 'sending') THEN 1 END,
                 ?8, ?9)
         ON CONFLICT(id) DO NOTHING
         """
