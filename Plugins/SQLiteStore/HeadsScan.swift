@@ -36,14 +36,22 @@ struct HeadsScan {
         return free < Int64(want)
     }
 
+    /// The most destinations whose heads are read: past them (a queue of mostly
+    /// one message per recipient) the walk is the cheaper way.
+    static let mostHeads = 4096
+
     /// Up to `limit` rows matching `query` after `position`, in FIFO order, to
     /// destinations not in `skipping`: each destination's rows from its head,
-    /// merged. - Throws: storage errors.
-    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [Row.Copy] {
+    /// merged; nil when more than ``mostHeads`` destinations have open records.
+    /// - Throws: storage errors.
+    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [Row.Copy]? {
         var heads: [Cursor] = []
         var recipient: String? = nil
+        var seen = 0
         while let next = try nextRecipient(after: recipient) {
             recipient = next
+            seen += 1
+            if seen > Self.mostHeads { return nil }
             if skipping.contains(next) { continue }
             var c = Cursor(recipient: next, after: position, page: min(limit, 4))
             try fill(&c, query)

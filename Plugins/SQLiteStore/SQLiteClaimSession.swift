@@ -70,9 +70,10 @@ final class SQLiteClaimSession: ClaimSession {
         q.limit = nil
         var rows: [Row.Copy] = []
         let heads = HeadsScan(db: db)
-        if !skipping.isEmpty, SQLiteQuery.readsHeads(q), try heads.isCrowded(after: position, skipping: skipping, want: limit) {
+        if !skipping.isEmpty, SQLiteQuery.readsHeads(q), try heads.isCrowded(after: position, skipping: skipping, want: limit),
+           let fromHeads = try heads.candidates(q, after: position, skipping: skipping, limit: limit) {
             // Most of what comes next waits behind skipped destinations: from the heads.
-            rows = try heads.candidates(q, after: position, skipping: skipping, limit: limit)
+            rows = fromHeads
         } else {
             let (sql, binder) = SQLiteQuery.select(Row.columns, q, after: position, skipping: skipping, limit: limit)
             let s = try db.statement(sql)

@@ -34,33 +34,32 @@ public struct Watcher {
         let signals = StopSignals()
         defer { signals.restore() }
         var total = Flusher.Summary()
-        while true {
-            // Read before the run: what another process commits during it (after the
-            // run's last claim) then shows as a change, and is flushed at once.
-            let token: UInt64?
-            do throws(MsgError) {
-                token = try flusher.changeToken()
-                total.add(try flusher.run())
-            } catch where error.code == .unreachable && flusher.stop.reason != nil {
-                // Stopped as asked while the store was away: said, and the watch ends.
-                flusher.reporter.say(error.message)
-                total.stopped = flusher.stop.reason
-                // Taken, as the wait below takes one: it ends the watch, not the process.
-                _ = signals.wait(milliseconds: 0)
-                return total
-            }
-            if total.stopped == .closedOutput || total.misconfigured != nil { return total }
-            var until = clock().milliseconds + poll.milliseconds
-            if let due = try flusher.nextDue() { until = min(until, due.milliseconds) }
+        do throws(MsgError) {
             while true {
-                let left = until - clock().milliseconds
-                if left <= 0 { break }
-                if let signal = signals.wait(milliseconds: token == nil ? left : min(left, look.milliseconds)) {
-                    total.stopped = .signal(signal)
-                    return total
+                // Read before the run: what another process commits during it (after the
+                // run's last claim) then shows as a change, and is flushed at once.
+                let token = try flusher.changeToken()
+                total.add(try flusher.run())
+                if total.stopped == .closedOutput || total.misconfigured != nil { return total }
+                var until = clock().milliseconds + poll.milliseconds
+                if let due = try flusher.nextDue() { until = min(until, due.milliseconds) }
+                while true {
+                    let left = until - clock().milliseconds
+                    if left <= 0 { break }
+                    if let signal = signals.wait(milliseconds: token == nil ? left : min(left, look.milliseconds)) {
+                        total.stopped = .signal(signal)
+                        return total
+                    }
+                    if let token, try flusher.changeToken() != token { break }
                 }
-                if let token, try flusher.changeToken() != token { break }
             }
+        } catch where error.code == .unreachable && flusher.stop.reason != nil {
+            // Stopped as asked while the store was away: said, and the watch ends.
+            flusher.reporter.say(error.message)
+            total.stopped = flusher.stop.reason
+            // Taken, as the wait above takes one: it ends the watch, not the process.
+            _ = signals.wait(milliseconds: 0)
+            return total
         }
     }
 }
