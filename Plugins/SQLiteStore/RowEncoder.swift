@@ -17,12 +17,12 @@ enum StoredColumns {
         m.status == .sending ? (m.lease?.until.milliseconds ?? 0) : nil
     }
 
-    /// 1 while a flush or retry may take the record or has it (in `messages_open`
-    /// and `messages_heads`), NULL once it was sent, went dead or is held.
+    /// 1 while a flush or retry may take the record or has it (in `messages_open`),
+    /// NULL once it was sent, went dead or is held.
     static func open(_ status: Status) -> Int64? { isOpen(status) ? 1 : nil }
 
-    /// Whether records of `status` are in `messages_open` and `messages_heads`:
-    /// queued, failed and sending. Dead and held ones are not: a million left dead by
+    /// Whether records of `status` are in `messages_open`: queued, failed and
+    /// sending. Dead and held ones are not: a million left dead by
     /// an outage cost a flush nothing (schema 4). `sending` stays in, so a claim
     /// changes no entry of them.
     static func isOpen(_ status: Status) -> Bool {

@@ -68,19 +68,12 @@ final class SQLiteClaimSession: ClaimSession {
     func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
         var q = query
         q.limit = nil
+        let (sql, binder) = SQLiteQuery.select(Row.columns, q, after: position, skipping: skipping, limit: limit)
+        let s = try db.statement(sql)
+        binder(s)
         var rows: [Row.Copy] = []
-        let heads = HeadsScan(db: db)
-        if !skipping.isEmpty, SQLiteQuery.readsHeads(q), try heads.isCrowded(after: position, skipping: skipping, want: limit),
-           let fromHeads = try heads.candidates(q, after: position, skipping: skipping, limit: limit) {
-            // Most of what comes next waits behind skipped destinations: from the heads.
-            rows = fromHeads
-        } else {
-            let (sql, binder) = SQLiteQuery.select(Row.columns, q, after: position, skipping: skipping, limit: limit)
-            let s = try db.statement(sql)
-            binder(s)
-            while try s.step("claiming messages") { rows.append(Row(s).copy()) }
-            s.reset()
-        }
+        while try s.step("claiming messages") { rows.append(Row(s).copy()) }
+        s.reset()
         // Decoded on all cores; considered in FIFO order by the caller.
         let records = SQLiteStore.decodeAll(rows)
         var out: [ClaimRow] = []

@@ -33,32 +33,6 @@ enum SQLiteQuery {
         })
     }
 
-    /// `SELECT columns … ORDER BY created_at, id` of one recipient's records, after
-    /// `position` when given, through `messages_heads` (``HeadsScan``).
-    static func selectHead(_ columns: String, _ q: Query, recipient: String, after position: ClaimPosition?, limit: Int) -> (String, Binder) {
-        let (terms, binder, _) = whereTerms(q)
-        var all = terms + ["open IS NOT NULL", "recipient = ?12"]
-        if position != nil { all.append("(created_at, id) > (?10, ?11)") }
-        let sql = "SELECT \(columns) FROM messages INDEXED BY messages_heads WHERE " + all.joined(separator: " AND ")
-            + " ORDER BY created_at, id LIMIT ?20"
-        return (sql, { s in
-            binder(s)
-            s.bind(12, recipient)
-            if let position {
-                s.bind(10, position.createdAt.milliseconds)
-                s.bind(11, position.id)
-            }
-            s.bind(20, Int64(limit))
-        })
-    }
-
-    /// Whether a claim for `q` may read its candidates per destination
-    /// (``HeadsScan``): the statuses are all open and no recipient or ids are named.
-    static func readsHeads(_ q: Query) -> Bool {
-        guard let statuses = q.statuses, !statuses.isEmpty else { return false }
-        return statuses.allSatisfy(StoredColumns.isOpen) && q.to == nil && q.ids == nil
-    }
-
     static func count(_ q: Query) -> (String, Binder) {
         let (terms, binder, _) = whereTerms(q)
         let clause = terms.isEmpty ? "" : " WHERE " + terms.joined(separator: " AND ")
