@@ -22,9 +22,9 @@ enum StoredColumns {
     static func open(_ status: Status) -> Int64? { isOpen(status) ? 1 : nil }
 
     /// Whether records of `status` are in `messages_open`: queued, failed and
-    /// sending. Dead and held ones are not: a million left dead by
-    /// an outage cost a flush nothing (schema 4). `sending` stays in, so a claim
-    /// changes no entry of them.
+    /// sending. Dead and held ones are not (they are in `messages_parked`): a
+    /// million left dead by an outage cost a flush nothing (schema 4). `sending`
+    /// stays in, so a claim changes no entry of them.
     static func isOpen(_ status: Status) -> Bool {
         switch status {
         case .queued, .failed, .sending: true

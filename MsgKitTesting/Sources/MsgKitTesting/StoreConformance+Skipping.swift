@@ -1,9 +1,9 @@
 import MsgKit
 
 extension StoreConformance {
-    /// Candidates when most of the queue waits behind destinations a claim skips: a
-    /// store may read them from the destinations' heads (SQLite does), and must give
-    /// the same rows as the FIFO walk would.
+    /// Candidates when most of the queue waits behind destinations a claim skips:
+    /// however a store leaves the skipped ones out (an index, destination heads), it
+    /// must give the rows the FIFO walk would, in its order.
     static func skippingScenarios(_ runner: inout ScenarioRunner, fresh: () throws -> (String, any Store)) {
         runner.scenario("candidates past a crowd of skipped destinations are those of the FIFO walk, in FIFO order") { c in
             let (_, store) = try fresh()

@@ -114,6 +114,11 @@ public enum StoreConformance {
                 (Query(limit: 2), [a.id, b.id]),
                 (Query(dueBy: Fixtures.t0.adding(.seconds(10))), [a.id, b.id]),
                 (Query(ids: [d.id, a.id]), [a.id, d.id]),
+                // Statuses a store may keep apart (waiting and parked), merged in FIFO order.
+                (Query(statuses: [.held, .failed]), [a.id, d.id]),
+                (Query(statuses: [.failed, .held, .queued]), [a.id, b.id, d.id]),
+                (Query(statuses: [.held, .queued], limit: 1), [a.id]),
+                (Query(statuses: [.dead, .held, .sent]), [a.id]),
             ]
             for (q, expected) in cases {
                 c.expectEqual(try ids(q), expected, "list \(q)")
