@@ -49,7 +49,7 @@ enum SQLiteQuery {
     static func count(_ q: Query) -> (String, Binder) {
         let (terms, binder, index) = whereTerms(q)
         let from: String
-        if index == .both {
+        if index == .both && q.ids == nil {
             from = "(" + Index.both.arms.map { arm in
                 "SELECT 1 FROM messages INDEXED BY \(arm.name) WHERE " + ([arm.term] + terms).joined(separator: " AND ")
             }.joined(separator: " UNION ALL ") + ")"

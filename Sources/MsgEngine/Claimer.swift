@@ -50,6 +50,7 @@ final class Claimer {
     init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil) {
         self.store = store
         self.outage = outage
+        outagesSeen = outage?.ended ?? 0
         self.book = DestinationBook(rules: options.rules)
         self.options = options
         self.faults = faults
@@ -73,8 +74,9 @@ final class Claimer {
         return round
     }
 
-    /// Outages ended that ``putBackOrphans()`` has looked after.
-    private var outagesSeen = 0
+    /// Outages ended that ``putBackOrphans()`` has looked after (those before this
+    /// run ended in an earlier one, which looked after them).
+    private var outagesSeen: Int
 
     /// After an outage: a claim whose commit reached the store while its answer was
     /// lost left messages `sending` under this process's lease that this run never

@@ -62,8 +62,8 @@ public final class StoreOutage {
                     since = clock()
                     reporter.say("\(error.message); \(what) waits for the store and tries again (stop with SIGTERM)")
                 }
-                // Full jitter over the upper half, so workers that lost one server together
-                // do not come back together.
+                // Half the wait fixed, half drawn at random, so workers that lost one
+                // server together do not come back together.
                 let pause = wait / 2 + Int64(random.next() % UInt64(max(1, wait / 2)))
                 let until = clock().milliseconds + pause
                 while stop.reason == nil, clock().milliseconds < until {
