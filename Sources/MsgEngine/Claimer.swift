@@ -66,7 +66,7 @@ final class Claimer {
     /// Takes up to `limit` due messages, recording them `sending` in one commit with
     /// the lessons learnt since the last claim.
     func claim(limit: Int) throws(MsgError) -> Round {
-        let round = try storeCall("claiming") { () throws(MsgError) -> Round in try claimOnce(limit: limit) }
+        let round = try outage.retrying("claiming") { () throws(MsgError) -> Round in try claimOnce(limit: limit) }
         if let outage, outage.ended != outagesSeen {
             outagesSeen = outage.ended
             try putBackOrphans()
@@ -86,7 +86,7 @@ final class Claimer {
         let own = inFlight
         let pid = getpid()
         let now = clock()
-        _ = try storeCall("putting back what the outage left sending") { () throws(MsgError) in
+        _ = try outage.retrying("putting back what the outage left sending") { () throws(MsgError) in
             try store.claim(Query(statuses: [.sending]), limit: .max) { (m) throws(MsgError) -> Message? in
                 guard let lease = m.lease, lease.host == Owner.host, lease.pid == pid, !own.contains(m.id) else { return nil }
                 var x = m
@@ -95,12 +95,6 @@ final class Claimer {
                 return x
             }
         }
-    }
-
-    /// Runs a store call, through the outage when there is one.
-    func storeCall<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
-        guard let outage else { return try body() }
-        return try outage.retrying(what, body)
     }
 
     /// One claim: what failed commits nothing, so it may be made again (with a new plan).
@@ -186,7 +180,7 @@ final class Claimer {
     /// - Returns: how many were put back.
     func putBack(_ items: [Claimed]) throws(MsgError) -> Int {
         guard !items.isEmpty else { return 0 }
-        let applied = try storeCall("putting messages back") { () throws(MsgError) in
+        let applied = try outage.retrying("putting messages back") { () throws(MsgError) in
             try store.update(items.map { Change($0.original, expected: .sending) })
         }
         for item in items { forget(item.record.message.id, key: item.key) }
@@ -205,7 +199,7 @@ final class Claimer {
         for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
             var n = scan.heldCount[key] ?? 0
             if options.rules.key == .recipient {
-                n = try storeCall("counting") { () throws(MsgError) in
+                n = try outage.retrying("counting") { () throws(MsgError) in
                     try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))
                 }
             }

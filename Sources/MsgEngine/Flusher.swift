@@ -235,14 +235,12 @@ public final class Flusher {
 
     /// The earliest time a message this command takes becomes due, if any is waiting.
     public func nextDue() throws(MsgError) -> Timestamp? {
-        if let outage { return try outage.retrying("waiting") { () throws(MsgError) in try store.nextDue(options.statuses, after: clock()) } }
-        return try store.nextDue(options.statuses, after: clock())
+        try outage.retrying("waiting") { () throws(MsgError) in try store.nextDue(options.statuses, after: clock()) }
     }
 
     /// The store's change token (``Store/changeToken()``), through the outage when there is one.
     public func changeToken() throws(MsgError) -> UInt64? {
-        if let outage { return try outage.retrying("waiting") { () throws(MsgError) in try store.changeToken() } }
-        return try store.changeToken()
+        try outage.retrying("waiting") { () throws(MsgError) in try store.changeToken() }
     }
 
     /// The destinations that held messages back, one line each (breaker open,

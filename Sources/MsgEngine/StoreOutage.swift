@@ -82,3 +82,12 @@ public final class StoreOutage {
         seconds < 10 ? "\((seconds * 10).rounded() / 10) s" : "\(Int(seconds.rounded())) s"
     }
 }
+
+extension Optional where Wrapped == StoreOutage {
+    /// Runs a store call through the outage when there is one (`flush --watch`), and
+    /// once otherwise: its error then ends the run.
+    func retrying<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        guard let outage = self else { return try body() }
+        return try outage.retrying(what, body)
+    }
+}
