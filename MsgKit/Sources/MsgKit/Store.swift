@@ -106,6 +106,14 @@ public protocol Store: AnyObject {
     /// standard error (after opening the store and after each claim). The default
     /// is none.
     func takeNotices() -> [String]
+
+    /// The figures the store keeps with every change (``Tally``), with the records
+    /// queued or failed not yet due by recipient and the oldest due one not to a
+    /// recipient in `excluded`, all read without decoding records; nil when the
+    /// store does not count (the host then reads every record). The default is nil.
+    /// A store that counts keeps its ``Tally`` in the same commit as each change.
+    /// - Throws: `storeIO`, `corrupt`.
+    func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts?
 }
 
 extension Store {
@@ -114,6 +122,8 @@ extension Store {
     public func takeNotices() -> [String] { [] }
 
     public func changeToken() throws(MsgError) -> UInt64? { nil }
+
+    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? { nil }
 
     public func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? {
         var earliest: Timestamp?

@@ -1,0 +1,160 @@
+/// What a store counts as its records change, kept in the same commit as each
+/// change (docs/DESIGN.md 6), so that `msg metrics`, `/metrics`, `queue count` and
+/// `msg destinations` read a few counters instead of every record.
+///
+/// Two kinds of figures, each a number under a ``Key``:
+/// - **gauges**: ``Kind/messages``, records by recipient and status; they go down
+///   as records change status or are removed;
+/// - **counters** that only ever go up, also when `queue purge` removes the records
+///   they came from: ``Kind/attempts`` by outcome and error code,
+///   ``Kind/deliveries`` and ``Kind/failures`` by recipient, and the time from a
+///   message's creation to its first `sent` (``Kind/latency`` by bucket of
+///   ``latencyBounds``, ``Kind/latencySum`` in milliseconds).
+///
+/// A store builds a `Tally` of the deltas of one commit with ``added(_:)``,
+/// ``removed(to:status:)`` and ``changed(from:to:into:)``, and adds them to what it
+/// keeps before the commit; ``attempts(in:)`` counts the attempts a record's history
+/// keeps, for a store that counts what it already holds. An attempt is counted when
+/// a record leaves `sending`, as the histories say it: the outcome is the event after
+/// its last `sending` event.
+public struct Tally: Sendable, Equatable {
+    /// What a figure counts.
+    public enum Kind: String, Sendable, CaseIterable {
+        /// Records: `a` the recipient, `b` the status.
+        case messages = "m"
+        /// Attempts: `a` the outcome (the status the record went to), `b` the error code or "".
+        case attempts = "a"
+        /// Attempts that delivered: `a` the recipient.
+        case deliveries = "d"
+        /// Attempts that failed (failed or dead): `a` the recipient.
+        case failures = "f"
+        /// First `sent` of a message by time since its creation: `a` the bucket's index in ``Tally/latencyBounds`` (its count for the rest).
+        case latency = "l"
+        /// The sum of the times of ``latency`` in milliseconds.
+        case latencySum = "s"
+    }
+
+    /// One figure's name.
+    public struct Key: Hashable, Sendable {
+        public var kind: Kind
+        public var a: String
+        public var b: String
+        public init(_ kind: Kind, _ a: String, _ b: String = "") {
+            self.kind = kind
+            self.a = a
+            self.b = b
+        }
+    }
+
+    /// The upper bounds, in seconds, of the ``Kind/latency`` buckets.
+    public static let latencyBounds: [Double] = [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 1800, 3600, 21600, 86400]
+
+    /// The figures (or deltas), zeros among them (a delta may cancel out).
+    private var raw: [Key: Int] = [:]
+
+    /// The figures (or deltas) that are not zero.
+    public var figures: [Key: Int] { raw.filter { $0.value != 0 } }
+
+    /// Calls `body` with each figure that is not zero.
+    public func forEach<E: Error>(_ body: (Key, Int) throws(E) -> Void) throws(E) {
+        for (key, n) in raw where n != 0 { try body(key, n) }
+    }
+
+    public static func == (a: Tally, b: Tally) -> Bool { a.figures == b.figures }
+
+    public init() {}
+
+    /// Whether there is nothing to add.
+    public var isEmpty: Bool { !raw.values.contains { $0 != 0 } }
+
+    /// The figure under `key` (0 when there is none).
+    public subscript(_ key: Key) -> Int { raw[key] ?? 0 }
+
+    /// Adds `n` to the figure under `key`.
+    public mutating func add(_ n: Int, to key: Key) {
+        raw[key, default: 0] += n
+    }
+
+    /// Forgets every figure, keeping the room they took (a store reuses one `Tally`
+    /// for each of its commits).
+    public mutating func removeAll() {
+        raw.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds every figure of `other`.
+    public mutating func add(_ other: Tally) {
+        for (key, n) in other.raw where n != 0 { add(n, to: key) }
+    }
+
+    /// A record stored anew.
+    public mutating func added(_ m: Message) {
+        add(1, to: Key(.messages, m.to, m.status.rawValue))
+    }
+
+    /// A record removed (its recipient and status as they were stored).
+    public mutating func removed(to: String, status: Status) {
+        add(-1, to: Key(.messages, to, status.rawValue))
+    }
+
+    /// A record that was `old` (to `oldTo`) stored as `m`: the move between statuses
+    /// and, when it leaves `sending`, the attempt that ended.
+    public mutating func changed(from old: Status, to oldTo: String, into m: Message) {
+        if old != m.status || oldTo != m.to {
+            raw[Key(.messages, oldTo, old.rawValue), default: 0] -= 1
+            raw[Key(.messages, m.to, m.status.rawValue), default: 0] += 1
+        }
+        if old == .sending, m.status != .sending { attemptEnded(m) }
+    }
+
+    /// The counters of each attempt `m`'s history keeps (not the record itself: see
+    /// ``added(_:)``), for a store that counts what it already holds.
+    public mutating func attempts(in m: Message) {
+        var previous: Status?
+        var sentSeen = false
+        for e in m.history {
+            if previous == .sending, e.status != .sending { attempt(e, of: m, first: !sentSeen) }
+            if e.status == .sent { sentSeen = true }
+            previous = e.status
+        }
+    }
+
+    /// The attempt that ended in `m`'s last change: the event after its last `sending` one.
+    private mutating func attemptEnded(_ m: Message) {
+        guard let last = m.history.lastIndex(where: { $0.status == .sending }), last + 1 < m.history.count else { return }
+        let first = !m.history[..<last].contains { $0.status == .sent }
+        attempt(m.history[last + 1], of: m, first: first)
+    }
+
+    private mutating func attempt(_ e: Message.Event, of m: Message, first: Bool) {
+        add(1, to: Key(.attempts, e.status.rawValue, e.error?.code ?? ""))
+        switch e.status {
+        case .sent, .delivered, .read: add(1, to: Key(.deliveries, m.to))
+        case .failed, .dead: add(1, to: Key(.failures, m.to))
+        default: break
+        }
+        if e.status == .sent, first {
+            let ms = max(0, e.at.milliseconds - m.createdAt.milliseconds)
+            let seconds = Double(ms) / 1000
+            add(1, to: Key(.latency, String(Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count)))
+            add(Int(ms), to: Key(.latencySum, ""))
+        }
+    }
+}
+
+/// What a store that counts (``Store/counts(now:excluding:)``) tells at one moment.
+public struct StoreCounts: Sendable, Equatable {
+    /// The figures kept with every change.
+    public var tally: Tally
+    /// Records queued or failed whose time has not come (`not_before` or
+    /// `next_attempt_at` after now), by recipient.
+    public var notYetDue: [String: Int]
+    /// The creation time of the oldest record queued or failed whose time has come,
+    /// to a recipient not in the excluded ones; nil when there is none.
+    public var oldestDue: Timestamp?
+
+    public init(tally: Tally, notYetDue: [String: Int], oldestDue: Timestamp?) {
+        self.tally = tally
+        self.notYetDue = notYetDue
+        self.oldestDue = oldestDue
+    }
+}
