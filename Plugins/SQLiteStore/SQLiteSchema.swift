@@ -28,6 +28,9 @@ import MsgKit
 /// - No index by recipient alone: it doubled the cost of `queue add` (random
 ///   inserts into a large b-tree).
 ///
+/// Schema 5 adds `tallies`, what the store counts with every change (``SQLiteTally``),
+/// so that metrics and per-destination counts read no record.
+///
 /// Schema 4 keeps dead and held records out of the open ones: a million dead after
 /// an outage cost a flush nothing (a flush of ten past them: 214 ms in schema 3,
 /// 30 ms). `messages_parked` has them instead, in FIFO order, so `retry --dead`,
@@ -39,7 +42,7 @@ import MsgKit
 /// mock 0.58x, with 5,000 recipients).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 4
+    static let current: Int64 = 5
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -104,6 +107,8 @@ enum SQLiteSchema {
         UPDATE messages SET open = NULL WHERE open IS NOT NULL AND status NOT IN ('queued', 'failed', 'sending');
         CREATE INDEX messages_parked ON messages(created_at, id) WHERE open IS NULL AND status IN ('dead', 'held');
         """,
+        // Version 5: the counts (``SQLiteTally``), filled from the records by ``migrate(_:)``.
+        SQLiteTally.tables,
     ]
 
     /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and
@@ -145,6 +150,7 @@ enum SQLiteSchema {
             for step in Int(version)..<Int(current) {
                 try db.execute(migrations[step], "migrating the schema to version \(step + 1)")
             }
+            if version < 5 { try SQLiteTally.rebuild(db) }
             try db.execute("PRAGMA application_id = \(SQLiteHeader.msgApplicationID)", "marking the file as msg's")
             try db.execute("PRAGMA user_version = \(current)", "recording the schema version")
         }

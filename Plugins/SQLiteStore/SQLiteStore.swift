@@ -31,7 +31,16 @@ public final class SQLiteStore: Store {
         db = try SQLiteDatabase(path: path, access: access)
         try guarded { () throws(MsgError) in
             try db.execute("PRAGMA synchronous=FULL", "opening it")
-            if access == .write { try SQLiteSchema.migrate(db) } else { try SQLiteSchema.check(db) }
+            if access == .write {
+                try SQLiteSchema.migrate(db)
+                if try !SQLiteTally.isWhole(db) {
+                    try db.transaction("counting the messages afresh") { () throws(MsgError) in
+                        if try !SQLiteTally.isWhole(db) { try SQLiteTally.rebuild(db) }
+                    }
+                }
+            } else {
+                try SQLiteSchema.check(db)
+            }
             if access == .write && SystemCalls.exists(Self.reportName(path)) { try check() }
         }
     }
@@ -41,7 +50,7 @@ public final class SQLiteStore: Store {
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
         let stored = try guarded { () throws(MsgError) in
-            try db.transaction("storing \(records.count) messages") { () throws(MsgError) in
+            try counted("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
                     INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at)
                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO NOTHING
@@ -52,6 +61,7 @@ public final class SQLiteStore: Store {
                     insert.reset()
                     try RowEncoder.run(r, insert, "storing a message")
                     if db.changes == 1 {
+                        tally.added(r.message)
                         results.append(AddResult(message: r.message, inserted: true))
                     } else {
                         results.append(AddResult(message: try fetch(r.message.id)?.message ?? r.message, inserted: false))
@@ -131,7 +141,7 @@ public final class SQLiteStore: Store {
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
         if changes.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
-            try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
+            try counted("updating \(changes.count) messages") { () throws(MsgError) in
                 try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected) }
             }
         }
@@ -140,14 +150,19 @@ public final class SQLiteStore: Store {
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
         if removals.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
-            try db.transaction("removing \(removals.count) messages") { () throws(MsgError) in
-                let s = try db.statement("DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))")
+            try counted("removing \(removals.count) messages") { () throws(MsgError) in
+                let s = try db.statement("""
+                    DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))
+                    RETURNING recipient, status
+                    """)
                 return try removals.map { (r) throws(MsgError) -> Bool in
                     s.reset()
                     s.bind(1, r.id)
                     s.bind(2, r.statuses.map { SQLiteQuery.jsonArray($0.map(\.rawValue).sorted()) })
-                    try s.run("removing a message")
-                    return db.changes == 1
+                    defer { s.reset() }
+                    guard try s.step("removing a message") else { return false }
+                    tally.add(-1, to: Tally.Key(.messages, String(decoding: s.bytes(0), as: UTF8.self), String(decoding: s.bytes(1), as: UTF8.self)))
+                    return true
                 }
             }
         }
@@ -155,7 +170,7 @@ public final class SQLiteStore: Store {
 
     public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         let result = try guarded { () throws(MsgError) in
-            try db.transaction("claiming messages") { () throws(MsgError) -> R in
+            try counted("claiming messages") { () throws(MsgError) -> R in
                 let session = SQLiteClaimSession(self)
                 defer { session.close() }
                 return try body(session)
@@ -226,13 +241,24 @@ public final class SQLiteStore: Store {
         s.bind(11, expected.rawValue)
         if let byRow { s.bind(12, byRow) }
         try RowEncoder.run(r, s, "updating a message")
-        if db.changes == 1 { return true }
+        if db.changes == 1 {
+            tally.changed(from: expected, to: r.message.to, into: r.message)
+            return true
+        }
         // Not applied: another status, another recipient, or no such row.
+        let was = try db.statement("SELECT recipient FROM messages WHERE id = ?1 AND status = ?2")
+        was.bind(1, r.message.id)
+        was.bind(2, expected.rawValue)
+        defer { was.reset() }
+        guard try was.step("reading a message") else { return false }
+        let oldTo = String(decoding: was.bytes(0), as: UTF8.self)
         let edit = try updateStatement(16)
         edit.reset()
         edit.bind(11, expected.rawValue)
         try RowEncoder.run(r, edit, "updating a message")
-        return db.changes == 1
+        guard db.changes == 1 else { return false }
+        tally.changed(from: expected, to: oldTo, into: r.message)
+        return true
     }
 
     /// The update of ``replace(_:expected:)`` for one shape (bits: 1 open, 2 lease,
@@ -262,6 +288,8 @@ public final class SQLiteStore: Store {
     var claimVersion: Int64?
     /// Lines for the user (``takeNotices()``).
     var notices: [String] = []
+    /// What the changes of the transaction under way move (``counted(_:_:)``).
+    var tally = Tally()
 
     /// After a claim of this handle: its own commits do not change `data_version`.
     private func noteOwnCommit() {

@@ -42,6 +42,9 @@ enum Salvage {
         let new = try SQLiteDatabase(path: path, access: .write)
         try new.execute("PRAGMA synchronous=FULL", "opening it")
         try SQLiteSchema.migrate(new)
+        // The rows go over uncounted: the counts are made afresh at the end (or, if
+        // this process is killed before, by the next one to open the store).
+        try new.execute("DELETE FROM tallies WHERE kind = 'ok'", "carrying records over")
         var carried = 0
         var pending: [[Value]] = []
         func flush() throws(MsgError) {
@@ -104,6 +107,7 @@ enum Salvage {
                 }
             }
         }
+        try new.transaction("counting the messages carried over") { () throws(MsgError) in try SQLiteTally.rebuild(new) }
         return (carried, complete)
     }
 

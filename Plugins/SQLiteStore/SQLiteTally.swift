@@ -1,0 +1,238 @@
+import MsgKit
+
+/// The store's ``Tally`` (schema 5), kept in the same transaction as the changes it
+/// counts (``SQLiteStore/counted(_:_:)``), in two tables:
+/// - `tally_log`: one row appended per commit that moves a figure, holding all of
+///   that commit's deltas (``encode(_:)``). An append writes the last page of one
+///   b-tree, however many recipients the commit touched;
+/// - `tallies`: one row per figure, into which every ``foldEvery`` log rows are
+///   folded (and deleted) in the commit that appends the last of them.
+/// A reader adds the log to the table (``read(_:)``). A row `('ok', '', '', 1)` in
+/// `tallies` says they are whole: it is written with them (``rebuild(_:)``), and a
+/// store without it (one carried over from a damaged file by a process that was
+/// killed) counts afresh when next opened for writing; until then ``read(_:)`` is nil
+/// and msg reads the records instead.
+///
+/// Measured (flush of 100,000 to the mock, 5,000 recipients, against no counting):
+/// an upsert per figure per commit cost 2.4x the flush, as each batch of 64
+/// recipients dirtied pages all over `tallies`; counting in SQL triggers doubled the
+/// SQLite work of the flush alone (two upserts per status change).
+enum SQLiteTally {
+    static let tables = """
+        CREATE TABLE tallies (
+            kind TEXT NOT NULL,
+            a TEXT NOT NULL,
+            b TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (kind, a, b)
+        ) WITHOUT ROWID;
+        CREATE TABLE tally_log (seq INTEGER PRIMARY KEY, deltas TEXT NOT NULL);
+        """
+
+    /// How many log rows are folded into `tallies` at once.
+    static let foldEvery: Int64 = 512
+
+    /// Adds `t` to the counts, in the caller's transaction: a log row, and every
+    /// ``foldEvery`` rows the fold.
+    static func apply(_ t: Tally, _ db: SQLiteDatabase) throws(MsgError) {
+        if t.isEmpty { return }
+        let append = try db.statement("INSERT INTO tally_log (deltas) VALUES (?1) RETURNING seq")
+        var text: [UInt8] = []
+        encode(t, into: &text)
+        defer { append.reset() }
+        let seq = try text.withUnsafeBufferPointer { (b) throws(MsgError) -> Int64? in
+            append.bindStatic(1, b)
+            guard try append.step("counting messages") else { return nil }
+            let seq = append.int64(0)
+            append.reset()
+            return seq
+        }
+        if let seq, seq % foldEvery == 0 { try fold(db) }
+    }
+
+    /// Folds the log into `tallies`. A record count that reaches zero leaves the
+    /// table, so recipients long gone cost no reading.
+    static func fold(_ db: SQLiteDatabase) throws(MsgError) {
+        try upsert(try log(db), db)
+        try db.execute("DELETE FROM tally_log", "counting messages")
+    }
+
+    /// The deltas of the log rows, summed.
+    private static func log(_ db: SQLiteDatabase) throws(MsgError) -> Tally {
+        let s = try db.statement("SELECT deltas FROM tally_log")
+        defer { s.reset() }
+        var t = Tally()
+        while try s.step("reading the counts") { decode(s.bytes(0), into: &t) }
+        return t
+    }
+
+    /// Adds each figure of `t` to its row of `tallies`.
+    private static func upsert(_ t: Tally, _ db: SQLiteDatabase) throws(MsgError) {
+        if t.isEmpty { return }
+        let upsert = try db.statement("""
+            INSERT INTO tallies (kind, a, b, n) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (kind, a, b) DO UPDATE SET n = n + excluded.n RETURNING n
+            """)
+        var emptied: [Tally.Key] = []
+        for (key, n) in t.figures {
+            upsert.reset()
+            upsert.bind(1, key.kind.rawValue)
+            upsert.bind(2, key.a)
+            upsert.bind(3, key.b)
+            upsert.bind(4, Int64(n))
+            guard try upsert.step("counting messages") else { continue }
+            if upsert.int64(0) == 0, key.kind == .messages { emptied.append(key) }
+            upsert.reset()
+        }
+        guard !emptied.isEmpty else { return }
+        let delete = try db.statement("DELETE FROM tallies WHERE kind = ?1 AND a = ?2 AND b = ?3 AND n = 0")
+        for key in emptied {
+            delete.reset()
+            delete.bind(1, key.kind.rawValue)
+            delete.bind(2, key.a)
+            delete.bind(3, key.b)
+            try delete.run("counting messages")
+        }
+    }
+
+    /// One log row's text: per figure its kind's letter, `a` and `b` each as
+    /// `<length>:<bytes>`, then the delta and `;`. Plain UTF-8, whatever the names hold.
+    static func encode(_ t: Tally, into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        func number(_ n: Int) {
+            if n < 0 { out.append(UInt8(ascii: "-")) }
+            var m = n.magnitude
+            let start = out.count
+            repeat {
+                out.append(UInt8(48 + m % 10))
+                m /= 10
+            } while m > 0
+            out[start...].reverse()
+        }
+        t.forEach { (key, n) in
+            out.append(contentsOf: key.kind.rawValue.utf8)
+            number(key.a.utf8.count); out.append(UInt8(ascii: ":")); out.append(contentsOf: key.a.utf8)
+            number(key.b.utf8.count); out.append(UInt8(ascii: ":")); out.append(contentsOf: key.b.utf8)
+            number(n); out.append(UInt8(ascii: ";"))
+        }
+    }
+
+    /// Adds the deltas of one log row's text to `t`; stops at anything it does not read.
+    static func decode(_ text: UnsafeBufferPointer<UInt8>, into t: inout Tally) {
+        var i = 0
+        func number(until end: UInt8) -> Int? {
+            var n = 0, sign = 1, digits = 0
+            if i < text.count, text[i] == UInt8(ascii: "-") { sign = -1; i += 1 }
+            while i < text.count, text[i] != end {
+                let d = Int(text[i]) - 48
+                guard d >= 0, d <= 9, digits < 19 else { return nil }
+                n = n * 10 + d
+                digits += 1
+                i += 1
+            }
+            guard i < text.count, digits > 0 else { return nil }
+            i += 1
+            return sign * n
+        }
+        func name() -> String? {
+            guard let length = number(until: UInt8(ascii: ":")), length >= 0, i + length <= text.count else { return nil }
+            defer { i += length }
+            return String(decoding: UnsafeBufferPointer(rebasing: text[i..<i + length]), as: UTF8.self)
+        }
+        while i < text.count {
+            guard let kind = Tally.Kind(rawValue: String(UnicodeScalar(text[i]))) else { return }
+            i += 1
+            guard let a = name(), let b = name(), let n = number(until: UInt8(ascii: ";")) else { return }
+            t.add(n, to: Tally.Key(kind, a, b))
+        }
+    }
+
+    /// The figures, or nil when the table is not whole.
+    static func read(_ db: SQLiteDatabase) throws(MsgError) -> Tally? {
+        let s = try db.statement("SELECT kind, a, b, n FROM tallies")
+        defer { s.reset() }
+        var t = Tally()
+        var whole = false
+        while try s.step("reading the counts") {
+            let kind = String(decoding: s.bytes(0), as: UTF8.self)
+            guard let k = Tally.Kind(rawValue: kind) else {
+                if kind == "ok" { whole = true }
+                continue
+            }
+            t.add(Int(s.int64(3)), to: Tally.Key(k, String(decoding: s.bytes(1), as: UTF8.self), String(decoding: s.bytes(2), as: UTF8.self)))
+        }
+        guard whole else { return nil }
+        t.add(try log(db))
+        return t
+    }
+
+    /// Whether the table is whole.
+    static func isWhole(_ db: SQLiteDatabase) throws(MsgError) -> Bool {
+        try db.integer("SELECT count(*) FROM tallies WHERE kind = 'ok'") > 0
+    }
+
+    /// Counts every record afresh, in the caller's transaction: each record by its
+    /// stored recipient and status, and the attempts its history keeps (a damaged
+    /// record's text keeps none that reads).
+    static func rebuild(_ db: SQLiteDatabase) throws(MsgError) {
+        try db.execute("DELETE FROM tallies; DELETE FROM tally_log", "counting the messages afresh")
+        let s = try db.statement("SELECT \(Row.columns) FROM messages")
+        var t = Tally()
+        var batch: [Row.Copy] = []
+        func count() {
+            for (row, r) in zip(batch, SQLiteStore.decodeAll(batch)) {
+                t.add(1, to: Tally.Key(.messages, row.to, row.status))
+                t.attempts(in: r.message)
+            }
+            batch.removeAll(keepingCapacity: true)
+        }
+        while try s.step("counting the messages afresh") {
+            batch.append(Row(s).copy())
+            if batch.count >= 4096 { count() }
+        }
+        s.reset()
+        count()
+        try upsert(t, db)
+        try db.execute("INSERT INTO tallies (kind, a, b, n) VALUES ('ok', '', '', 1)", "counting the messages afresh")
+    }
+}
+
+extension SQLiteStore {
+    /// `db.transaction` that also stores the ``Tally`` of the changes `body` makes
+    /// (gathered in ``tally``), before the commit.
+    func counted<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        tally.removeAll()
+        defer { tally.removeAll() }
+        return try db.transaction(what) { () throws(MsgError) -> R in
+            let result = try body()
+            try SQLiteTally.apply(tally, db)
+            return result
+        }
+    }
+
+    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {
+        try guarded { () throws(MsgError) -> StoreCounts? in
+            guard let tally = try SQLiteTally.read(db) else { return nil }
+            var notYetDue: [String: Int] = [:]
+            let waiting = try db.statement("""
+                SELECT recipient, count(*) FROM messages INDEXED BY messages_due
+                WHERE due_at > ?1 AND status IN ('queued', 'failed') GROUP BY recipient
+                """)
+            waiting.bind(1, now.milliseconds)
+            while try waiting.step("counting the messages not yet due") {
+                notYetDue[String(decoding: waiting.bytes(0), as: UTF8.self)] = Int(waiting.int64(1))
+            }
+            waiting.reset()
+            let oldest = try db.statement("""
+                SELECT created_at FROM messages INDEXED BY messages_open
+                WHERE open IS NOT NULL AND status IN ('queued', 'failed') AND (due_at IS NULL OR due_at <= ?1)
+                AND recipient NOT IN (SELECT value FROM json_each(?2)) ORDER BY created_at, id LIMIT 1
+                """)
+            oldest.bind(1, now.milliseconds)
+            oldest.bind(2, SQLiteQuery.jsonArray(excluded.sorted()))
+            defer { oldest.reset() }
+            let oldestDue = try oldest.step("reading the oldest due message") ? Timestamp(milliseconds: oldest.int64(0)) : nil
+            return StoreCounts(tally: tally, notYetDue: notYetDue, oldestDue: oldestDue)
+        }
+    }
+}
