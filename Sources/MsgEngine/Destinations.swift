@@ -21,11 +21,25 @@ public struct Destinations {
         self.key = key
     }
 
-    /// Every destination with a stored state or a waiting message, by key.
-    /// - Throws: store errors.
+    /// Every destination with a stored state or a waiting message, by key; the
+    /// messages counted from the counts the store keeps when destinations are by
+    /// recipient. - Throws: store errors.
     public func list() throws(MsgError) -> [Entry] {
         var entries: [String: Entry] = [:]
         for (k, text) in try store.destinationStates(nil) { entries[k] = Entry(key: k, state: DestinationState(text: text)) }
+        if key == .recipient, let counts = try store.counts(now: .now(), excluding: []) {
+            for (k, n) in counts.tally.figures where k.kind == .messages {
+                guard let status = Status(rawValue: k.b), status == .queued || status == .failed || status == .sending else { continue }
+                var e = entries[k.a] ?? Entry(key: k.a, state: DestinationState())
+                switch status {
+                case .queued: e.queued += n
+                case .failed: e.failed += n
+                default: e.sending += n
+                }
+                entries[k.a] = e
+            }
+            return entries.values.sorted { $0.key < $1.key }
+        }
         try store.list(Query(statuses: [.queued, .failed, .sending])) { (r) throws(MsgError) -> Bool in
             let m = r.message
             let k = key.of(m)

@@ -49,8 +49,24 @@ public struct Listing {
 
     /// The number of matching records. - Throws: `storeIO`, `corrupt`.
     public func count(in store: any Store) throws(MsgError) -> Int {
-        guard !filter.isEmpty else { return try store.count(query) }
+        guard !filter.isEmpty else {
+            if let n = try Self.counted(query, in: store) { return n }
+            return try store.count(query)
+        }
         return try ids(in: store).count
+    }
+
+    /// `q` counted from the counts the store keeps, when it asks for statuses or a
+    /// recipient and nothing else; nil otherwise, or when the store keeps none.
+    static func counted(_ q: Query, in store: any Store) throws(MsgError) -> Int? {
+        guard q.since == nil, q.until == nil, q.dueBy == nil, q.leaseEndedBy == nil, q.updatedBy == nil, q.ids == nil,
+              q.statuses != nil || q.to != nil, let counts = try store.counts(now: .now(), excluding: []) else { return nil }
+        var n = 0
+        for (k, v) in counts.tally.figures where k.kind == .messages && (q.to.map { $0 == k.a } ?? true) {
+            if let statuses = q.statuses, !(Status(rawValue: k.b).map(statuses.contains) ?? false) { continue }
+            n += v
+        }
+        return q.limit.map { min($0, n) } ?? n
     }
 
     /// The ids `given` that match, in the order given; without them, the ids of the

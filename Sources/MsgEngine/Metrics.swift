@@ -1,17 +1,20 @@
 import MsgKit
 
-/// What `msg metrics` tells Prometheus about a store (docs/DESIGN.md 6), read in
-/// one pass over its records and its destination states:
+/// What `msg metrics` tells Prometheus about a store (docs/DESIGN.md 6), from the
+/// counts the store keeps with every change (``Tally``) and its destination states;
+/// from every record when the store keeps no counts or destinations are not by
+/// recipient:
 ///
 /// - `msg_messages{status}`: messages by status (every status, zeros too);
 /// - `msg_queue_due_messages` and `msg_queue_lag_seconds`: messages due now
-///   (queued or failed, not before their time) and the age of the oldest of them,
-///   leaving out destinations suspended on purpose (a planned `suspend --for 2h`
-///   is no lag to alert on); `msg_queue_suspended_due_messages` counts those;
-/// - `msg_attempts_total{outcome,code}`: attempts kept in the histories by how
-///   they ended (sent, failed, dead, or queued again by recover) and error code;
-/// - `msg_enqueue_to_sent_seconds`: a histogram from a message's creation to its
-///   first `sent`;
+///   (queued or failed, not before their time; one past its expiry until a flush
+///   marks it dead) and the age of the oldest of them, leaving out destinations
+///   suspended on purpose (a planned `suspend --for 2h` is no lag to alert on);
+///   `msg_queue_suspended_due_messages` counts those;
+/// - `msg_attempts_total{outcome,code}`: attempts by how they ended (sent, failed,
+///   dead, or queued again by recover) and error code;
+/// - `msg_enqueue_to_sent_seconds`: a histogram from a message's creation to the
+///   attempt that first sent it;
 /// - `msg_destination_deliveries_total` and `msg_destination_failures_total`
 ///   `{destination}` for the `top` busiest destinations only, the rest summed as
 ///   `destination="(other)"`, so the series stay bounded;
@@ -19,10 +22,10 @@ import MsgKit
 ///   half-open breaker; `msg_destination_state{destination,state}` names them
 ///   (at most `top`).
 ///
-/// Counts read from histories are counters of what the store still holds: `queue
-/// purge` lowers them, which Prometheus reads as a counter reset.
+/// The counters of attempts never go down where the store counts: `queue purge`
+/// leaves them. Read from the records, they count what the store still holds.
 public struct Metrics {
-    public static let latencyBounds: [Double] = [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60, 300, 1800, 3600, 21600, 86400]
+    public static let latencyBounds = Tally.latencyBounds
 
     private let store: any Store
     private let key: DestinationKey
@@ -34,29 +37,75 @@ public struct Metrics {
         self.top = max(1, top)
     }
 
-    /// The exposition text at `now`. - Throws: store errors.
-    public func render(now: Timestamp = .now()) throws(MsgError) -> String {
+    /// What the exposition says, gathered from the store's counts or its records.
+    struct Figures {
         var byStatus: [Status: Int] = [:]
         var due = 0
+        var suspendedDue = 0
         var oldestDue: Timestamp?
         var attempts: [String: [String: Int]] = [:]
-        var latency = [Int](repeating: 0, count: Self.latencyBounds.count + 1)
-        var latencySum = 0.0
+        var latency = [Int](repeating: 0, count: Metrics.latencyBounds.count + 1)
+        /// Milliseconds.
+        var latencySum = 0
         var deliveries: [String: Int] = [:]
         var failures: [String: Int] = [:]
-        var suspendedDue = 0
+    }
+
+    /// The exposition text at `now`: from the counts the store keeps
+    /// (``Store/counts(now:excluding:)``) when it keeps them and destinations are by
+    /// recipient; else read from every record. `scan` reads the records always.
+    /// - Throws: store errors.
+    public func render(now: Timestamp = .now(), scan: Bool = false) throws(MsgError) -> String {
         let stored = try store.destinationStates(nil)
         let suspended = Set(stored.compactMap { (k, text) in DestinationState(text: text).suspension.map { $0.holds(at: now) } == true ? k : nil })
+        var f: Figures
+        if !scan, key == .recipient, let counts = try store.counts(now: now, excluding: suspended) {
+            f = Self.figures(counts, suspended: suspended)
+        } else {
+            f = try read(now: now, suspended: suspended)
+        }
+        return exposition(f, stored: stored, now: now)
+    }
+
+    /// The figures from a store's counts.
+    static func figures(_ counts: StoreCounts, suspended: Set<String>) -> Figures {
+        var f = Figures()
+        var waiting: [String: Int] = [:]
+        for (k, n) in counts.tally.figures {
+            switch k.kind {
+            case .messages:
+                guard let status = Status(rawValue: k.b) else { continue }
+                f.byStatus[status, default: 0] += n
+                if status == .queued || status == .failed { waiting[k.a, default: 0] += n }
+            case .attempts: f.attempts[k.a, default: [:]][k.b, default: 0] += n
+            case .deliveries: f.deliveries[k.a, default: 0] += n
+            case .failures: f.failures[k.a, default: 0] += n
+            case .latency:
+                if let i = Int(k.a), f.latency.indices.contains(i) { f.latency[i] += n }
+            case .latencySum: f.latencySum = n
+            }
+        }
+        for (recipient, n) in waiting {
+            let due = max(0, n - (counts.notYetDue[recipient] ?? 0))
+            if suspended.contains(recipient) { f.suspendedDue += due } else { f.due += due }
+        }
+        f.oldestDue = f.due > 0 ? counts.oldestDue : nil
+        return f
+    }
+
+    /// The figures read from every record.
+    private func read(now: Timestamp, suspended: Set<String>) throws(MsgError) -> Figures {
+        var f = Figures()
         try store.list(Query()) { (r) throws(MsgError) -> Bool in
             let m = r.message
-            byStatus[m.status, default: 0] += 1
+            f.byStatus[m.status, default: 0] += 1
             let destination = key.of(m)
-            if m.status == .queued || m.status == .failed, (m.dueAt ?? m.createdAt) <= now, !(m.expiresAt.map { $0 <= now } ?? false) {
+            if m.status == .queued || m.status == .failed, (m.dueAt ?? m.createdAt) <= now {
                 if suspended.contains(destination) {
-                    suspendedDue += 1
+                    f.suspendedDue += 1
                 } else {
-                    due += 1
-                    if oldestDue.map({ m.createdAt < $0 }) ?? true { oldestDue = m.createdAt }
+                    f.due += 1
+                    if f.oldestDue.map({ m.createdAt < $0 }) ?? true { f.oldestDue = m.createdAt }
                 }
             }
             var previous: Status?
@@ -64,39 +113,46 @@ public struct Metrics {
             for e in m.history {
                 if previous == .sending, e.status != .sending {
                     let outcome = e.status.rawValue
-                    attempts[outcome, default: [:]][e.error?.code ?? "", default: 0] += 1
+                    f.attempts[outcome, default: [:]][e.error?.code ?? "", default: 0] += 1
                     switch e.status {
-                    case .sent, .delivered, .read: deliveries[destination, default: 0] += 1
-                    case .failed, .dead: failures[destination, default: 0] += 1
+                    case .sent, .delivered, .read: f.deliveries[destination, default: 0] += 1
+                    case .failed, .dead: f.failures[destination, default: 0] += 1
                     default: break
                     }
+                    if e.status == .sent, !sentSeen {
+                        let ms = max(0, e.at.milliseconds - m.createdAt.milliseconds)
+                        let seconds = Double(ms) / 1000
+                        f.latency[Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count] += 1
+                        f.latencySum += Int(ms)
+                    }
                 }
-                if e.status == .sent, !sentSeen {
-                    sentSeen = true
-                    let seconds = Double(max(0, e.at.milliseconds - m.createdAt.milliseconds)) / 1000
-                    latency[Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count] += 1
-                    latencySum += seconds
-                }
+                if e.status == .sent { sentSeen = true }
                 previous = e.status
             }
             return true
         }
+        return f
+    }
+
+    private func exposition(_ f: Figures, stored: [String: String], now: Timestamp) -> String {
+        let (byStatus, due, suspendedDue, oldestDue, attempts) = (f.byStatus, f.due, f.suspendedDue, f.oldestDue, f.attempts)
+        let (latency, latencySum, deliveries, failures) = (f.latency, Double(f.latencySum) / 1000, f.deliveries, f.failures)
         var out = PrometheusText()
         out.family("msg_messages", .gauge, help: "Messages in the store by status.")
         for s in Status.allCases { out.sample("msg_messages", [("status", s.rawValue)], Double(byStatus[s] ?? 0)) }
-        out.family("msg_queue_due_messages", .gauge, help: "Messages queued or failed whose time has come (not held, not expired, not to a suspended destination).")
+        out.family("msg_queue_due_messages", .gauge, help: "Messages queued or failed whose time has come (not held, not to a suspended destination; one past its expiry until a flush marks it dead).")
         out.sample("msg_queue_due_messages", [], Double(due))
         out.family("msg_queue_suspended_due_messages", .gauge, help: "Messages whose time has come that wait for a destination suspended by hand.")
         out.sample("msg_queue_suspended_due_messages", [], Double(suspendedDue))
         out.family("msg_queue_lag_seconds", .gauge, help: "Age of the oldest message that is due and not sent, leaving out suspended destinations; 0 when none is.")
         out.sample("msg_queue_lag_seconds", [], oldestDue.map { Double(max(0, now.milliseconds - $0.milliseconds)) / 1000 } ?? 0)
-        out.family("msg_attempts_total", .counter, help: "Attempts in the stored histories by outcome and error code.")
+        out.family("msg_attempts_total", .counter, help: "Attempts by outcome and error code.")
         for outcome in attempts.keys.sorted() {
             for (code, n) in attempts[outcome]!.sorted(by: { $0.key < $1.key }) {
                 out.sample("msg_attempts_total", [("outcome", outcome), ("code", code)], Double(n))
             }
         }
-        out.family("msg_enqueue_to_sent_seconds", .histogram, help: "Time from a message's creation to its first sent, for the messages the store holds.")
+        out.family("msg_enqueue_to_sent_seconds", .histogram, help: "Time from a message's creation to the attempt that first sent it.")
         out.histogram("msg_enqueue_to_sent_seconds", bounds: Self.latencyBounds, counts: latency, sum: latencySum)
         let busiest = Set(Set(deliveries.keys).union(failures.keys)
             .sorted { ((deliveries[$0] ?? 0) + (failures[$0] ?? 0), $1) > ((deliveries[$1] ?? 0) + (failures[$1] ?? 0), $0) }

@@ -58,6 +58,48 @@ import Testing
                 "\(r.out) \(r.err)")
     }
 
+    /// The counts the SQLite store keeps with every change (#32) give the metrics
+    /// its records give: the same records in a JSON store, which keeps no counts and
+    /// is read record by record, tell the same (destination states apart: they were
+    /// not copied). `queue purge` lowers the messages but not the counters of attempts.
+    @Test func theStoresCountsTellWhatItsRecordsTellAndPurgeLeavesTheCounters() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            (for i in $(seq 1 30); do echo '{"to":"ok'$((i % 4))'@x","body":"'$i'"}'; done
+             for i in 1 2 3; do echo '{"to":"down@x","body":"f'$i'"}'; done
+             echo '{"to":"gone@x","body":"d"}'
+             echo '{"to":"later@x","body":"l","not_before":"2999-01-01T00:00:00Z"}') | msg compose --enqueue > /dev/null
+            msg flush --transport 'stdout:?fd=3&fail_to=down@x' 3>/dev/null > /dev/null 2>&1
+            msg flush --transport 'stdout:?fd=3&fail_to=gone@x&error=rejected' 3>/dev/null > /dev/null 2>&1
+            (echo '{"to":"due@x","body":"1"}'; echo '{"to":"ok1@x","body":"2"}'; echo '{"to":"held@x","body":"3"}') | msg compose --enqueue > /dev/null
+            msg queue ls --to held@x | msg queue hold > /dev/null
+            msg queue ls --to due@x | msg queue edit --to moved@x > /dev/null
+            msg destinations suspend ok1@x --reason test 2>/dev/null
+            msg queue ls --history | msg queue add --store json:copy.json > /dev/null
+            msg destinations suspend ok1@x --reason test --store json:copy.json 2>/dev/null
+            msg metrics | grep -v '^msg_destination' > sqlite.txt
+            msg metrics --store json:copy.json | grep -v '^msg_destination' > json.txt
+            grep -v lag_seconds sqlite.txt > a.txt; grep -v lag_seconds json.txt > b.txt
+            diff a.txt b.txt && echo same
+            grep -c . a.txt
+            grep -h '^msg_queue_lag_seconds' sqlite.txt json.txt | awk '$2 > 0 { n++ } END { print n " lags above zero" }'
+            grep '^msg_attempts_total' sqlite.txt > attempts-before.txt
+            msg queue purge --status sent,dead --older-than 0s 2>&1
+            msg metrics > after.txt
+            grep '^msg_attempts_total' after.txt | diff attempts-before.txt - && echo counters kept
+            grep -E '^msg_messages\\{status="(sent|dead)"\\}' after.txt
+            msg queue count --status queued; msg queue count --to moved@x
+            msg destinations | grep -c '"queued":[1-9]'
+            """)
+        #expect(r.lines.first == "same", "\(r.out) \(r.err)")
+        #expect(Int(r.lines.dropFirst().first ?? "") ?? 0 > 40, "lines compared: \(r.out)")
+        #expect(Array(r.lines.dropFirst(2)) == [
+            "2 lags above zero", "msg: purged 31 messages", "counters kept",
+            "msg_messages{status=\"sent\"} 0", "msg_messages{status=\"dead\"} 0",
+            "3", "1", "3",
+        ], "\(r.out) \(r.err)")
+    }
+
     /// `flush --watch --metrics` serves the same text at /metrics while it runs,
     /// current at each scrape; anything else is 404.
     @Test func aWatchServesMetricsWhileItRuns() throws {
