@@ -161,7 +161,7 @@ public final class SQLiteStore: Store {
                     s.bind(2, r.statuses.map { SQLiteQuery.jsonArray($0.map(\.rawValue).sorted()) })
                     defer { s.reset() }
                     guard try s.step("removing a message") else { return false }
-                    tally.add(-1, to: Tally.Key(.messages, String(decoding: s.bytes(0), as: UTF8.self), String(decoding: s.bytes(1), as: UTF8.self)))
+                    tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: String(decoding: s.bytes(1), as: UTF8.self))
                     return true
                 }
             }

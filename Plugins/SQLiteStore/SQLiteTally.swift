@@ -181,7 +181,7 @@ enum SQLiteTally {
         var batch: [Row.Copy] = []
         func count() {
             for (row, r) in zip(batch, SQLiteStore.decodeAll(batch)) {
-                t.add(1, to: Tally.Key(.messages, row.to, row.status))
+                t.add(1, to: Tally.records(to: row.to, status: row.status))
                 t.attempts(in: r.message)
             }
             batch.removeAll(keepingCapacity: true)
@@ -223,6 +223,15 @@ extension SQLiteStore {
                 notYetDue[String(decoding: waiting.bytes(0), as: UTF8.self)] = Int(waiting.int64(1))
             }
             waiting.reset()
+            var inFlight: [String: Int] = [:]
+            let sending = try db.statement("""
+                SELECT recipient, count(*) FROM messages INDEXED BY messages_inflight
+                WHERE lease_until IS NOT NULL GROUP BY recipient
+                """)
+            while try sending.step("counting the messages in flight") {
+                inFlight[String(decoding: sending.bytes(0), as: UTF8.self)] = Int(sending.int64(1))
+            }
+            sending.reset()
             let oldest = try db.statement("""
                 SELECT created_at FROM messages INDEXED BY messages_open
                 WHERE open IS NOT NULL AND status IN ('queued', 'failed') AND (due_at IS NULL OR due_at <= ?1)
@@ -232,7 +241,7 @@ extension SQLiteStore {
             oldest.bind(2, SQLiteQuery.jsonArray(excluded.sorted()))
             defer { oldest.reset() }
             let oldestDue = try oldest.step("reading the oldest due message") ? Timestamp(milliseconds: oldest.int64(0)) : nil
-            return StoreCounts(tally: tally, notYetDue: notYetDue, oldestDue: oldestDue)
+            return StoreCounts(tally: tally, notYetDue: notYetDue, inFlight: inFlight, oldestDue: oldestDue)
         }
     }
 }

@@ -29,15 +29,12 @@ public struct Destinations {
         for (k, text) in try store.destinationStates(nil) { entries[k] = Entry(key: k, state: DestinationState(text: text)) }
         if key == .recipient, let counts = try store.counts(now: .now(), excluding: []) {
             for (k, n) in counts.tally.figures where k.kind == .messages {
-                guard let status = Status(rawValue: k.b), status == .queued || status == .failed || status == .sending else { continue }
+                guard let status = Status(rawValue: k.b), Tally.isByRecipient(status) else { continue }
                 var e = entries[k.a] ?? Entry(key: k.a, state: DestinationState())
-                switch status {
-                case .queued: e.queued += n
-                case .failed: e.failed += n
-                default: e.sending += n
-                }
+                if status == .queued { e.queued += n } else { e.failed += n }
                 entries[k.a] = e
             }
+            for (k, n) in counts.inFlight { entries[k, default: Entry(key: k, state: DestinationState())].sending += n }
             return entries.values.sorted { $0.key < $1.key }
         }
         try store.list(Query(statuses: [.queued, .failed, .sending])) { (r) throws(MsgError) -> Bool in

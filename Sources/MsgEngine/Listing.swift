@@ -60,12 +60,8 @@ public struct Listing {
     /// recipient and nothing else; nil otherwise, or when the store keeps none.
     static func counted(_ q: Query, in store: any Store) throws(MsgError) -> Int? {
         guard q.since == nil, q.until == nil, q.dueBy == nil, q.leaseEndedBy == nil, q.updatedBy == nil, q.ids == nil,
-              q.statuses != nil || q.to != nil, let counts = try store.counts(now: .now(), excluding: []) else { return nil }
-        var n = 0
-        for (k, v) in counts.tally.figures where k.kind == .messages && (q.to.map { $0 == k.a } ?? true) {
-            if let statuses = q.statuses, !(Status(rawValue: k.b).map(statuses.contains) ?? false) { continue }
-            n += v
-        }
+              q.statuses != nil || q.to != nil, let counts = try store.counts(now: .now(), excluding: []),
+              let n = counts.tally.records(statuses: q.statuses, to: q.to) else { return nil }
         return q.limit.map { min($0, n) } ?? n
     }
 

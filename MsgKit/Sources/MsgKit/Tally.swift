@@ -3,8 +3,12 @@
 /// `msg destinations` read a few counters instead of every record.
 ///
 /// Two kinds of figures, each a number under a ``Key``:
-/// - **gauges**: ``Kind/messages``, records by recipient and status; they go down
-///   as records change status or are removed;
+/// - **gauges**: ``Kind/messages``, records by status, and by recipient too for the
+///   statuses that wait to be sent (queued and failed, ``isByRecipient(_:)``); they
+///   go down as records change status or are removed. Records in flight are counted
+///   by status alone (a claim and its outcome then move one recipient's figure, not
+///   two, and the in-flight records are few: a store reads them by recipient from
+///   its index), and finished ones too;
 /// - **counters** that only ever go up, also when `queue purge` removes the records
 ///   they came from: ``Kind/attempts`` by outcome and error code,
 ///   ``Kind/deliveries`` and ``Kind/failures`` by recipient, and the time from a
@@ -20,7 +24,7 @@
 public struct Tally: Sendable, Equatable {
     /// What a figure counts.
     public enum Kind: String, Sendable, CaseIterable {
-        /// Records: `a` the recipient, `b` the status.
+        /// Records: `a` the recipient (queued and failed) or "" (the other statuses), `b` the status.
         case messages = "m"
         /// Attempts: `a` the outcome (the status the record went to), `b` the error code or "".
         case attempts = "a"
@@ -86,22 +90,51 @@ public struct Tally: Sendable, Equatable {
         for (key, n) in other.raw where n != 0 { add(n, to: key) }
     }
 
+    /// Whether records with `status` are counted by recipient: those waiting to be
+    /// sent, queued and failed.
+    public static func isByRecipient(_ status: Status) -> Bool { status == .queued || status == .failed }
+
+    /// The figure that counts records to `to` with `status` (a status msg does not
+    /// know, from a damaged row, is counted by its name alone).
+    public static func records(to: String, status: String) -> Key {
+        Key(.messages, Status(rawValue: status).map(isByRecipient) == true ? to : "", status)
+    }
+
+    /// The figure that counts records to `to` with `status`.
+    static func records(to: String, status: Status) -> Key {
+        Key(.messages, isByRecipient(status) ? to : "", status.rawValue)
+    }
+
     /// A record stored anew.
     public mutating func added(_ m: Message) {
-        add(1, to: Key(.messages, m.to, m.status.rawValue))
+        add(1, to: Self.records(to: m.to, status: m.status))
     }
 
     /// A record removed (its recipient and status as they were stored).
-    public mutating func removed(to: String, status: Status) {
-        add(-1, to: Key(.messages, to, status.rawValue))
+    public mutating func removed(to: String, status: String) {
+        add(-1, to: Self.records(to: to, status: status))
+    }
+
+    /// The records with one of `statuses` (any when nil) to `to` (any when nil), or
+    /// nil when the figures do not tell (by recipient, only queued and failed are).
+    public func records(statuses: Set<Status>?, to: String?) -> Int? {
+        if to != nil, !(statuses.map { !$0.isEmpty && $0.allSatisfy(Self.isByRecipient) } ?? false) { return nil }
+        var n = 0
+        for (key, v) in raw where key.kind == .messages && v != 0 {
+            if let to, key.a != to { continue }
+            if let statuses, !(Status(rawValue: key.b).map(statuses.contains) ?? false) { continue }
+            n += v
+        }
+        return n
     }
 
     /// A record that was `old` (to `oldTo`) stored as `m`: the move between statuses
     /// and, when it leaves `sending`, the attempt that ended.
     public mutating func changed(from old: Status, to oldTo: String, into m: Message) {
-        if old != m.status || oldTo != m.to {
-            raw[Key(.messages, oldTo, old.rawValue), default: 0] -= 1
-            raw[Key(.messages, m.to, m.status.rawValue), default: 0] += 1
+        let (from, to) = (Self.records(to: oldTo, status: old), Self.records(to: m.to, status: m.status))
+        if from != to {
+            raw[from, default: 0] -= 1
+            raw[to, default: 0] += 1
         }
         if old == .sending, m.status != .sending { attemptEnded(m) }
     }
@@ -148,13 +181,16 @@ public struct StoreCounts: Sendable, Equatable {
     /// Records queued or failed whose time has not come (`not_before` or
     /// `next_attempt_at` after now), by recipient.
     public var notYetDue: [String: Int]
+    /// Records in flight (`sending`) by recipient.
+    public var inFlight: [String: Int]
     /// The creation time of the oldest record queued or failed whose time has come,
     /// to a recipient not in the excluded ones; nil when there is none.
     public var oldestDue: Timestamp?
 
-    public init(tally: Tally, notYetDue: [String: Int], oldestDue: Timestamp?) {
+    public init(tally: Tally, notYetDue: [String: Int], inFlight: [String: Int], oldestDue: Timestamp?) {
         self.tally = tally
         self.notYetDue = notYetDue
+        self.inFlight = inFlight
         self.oldestDue = oldestDue
     }
 }

@@ -4,7 +4,7 @@ extension StoreConformance {
     /// A store that counts (``Store/counts(now:excluding:)`` not nil) keeps its
     /// counts with every change: they equal what its records say, counted one by one
     /// (``Tally/added(_:)`` and ``Tally/attempts(in:)`` of each), after adds, claims,
-    /// outcomes, a recipient edited, changes that do not apply and removals; and the
+    /// outcomes, some left in flight, a recipient edited, changes that do not apply and removals; and the
     /// counters of attempts stay when the records they came from are removed. A store
     /// that keeps no counts passes (the host reads its records instead).
     static func countScenarios(_ runner: inout ScenarioRunner, fresh: () throws -> (String, any Store)) {
@@ -53,6 +53,18 @@ extension StoreConformance {
                 _ = try store.update(changes)
                 for m in claimed { all[all.firstIndex { $0.id == m.id }!] = try store.get(m.id)?.message ?? m }
             }
+            var records: [Message] = []
+            try store.list(Query()) { (r) throws(MsgError) -> Bool in records.append(r.message); return true }
+            let counted = try check(&c, store, records, now: now, "after claims and outcomes")
+            // Some left in flight; the counters stay as the attempts were made (an
+            // edited recipient keeps its old one's).
+            let inFlight = all.filter { $0.status == .queued }.prefix(5).map { (m) -> Change in
+                var m = m
+                try? m.transition(to: .sending, event: "attempt", at: later)
+                return Change(m, expected: .queued)
+            }
+            _ = try store.update(Array(inFlight))
+            for c in inFlight { all[all.firstIndex { $0.id == c.message.id }!] = c.message }
             // A recipient edited, a hold, and removals of a queued and of sent records.
             if let i = all.firstIndex(where: { $0.status == .queued }) {
                 var m = all[i]
@@ -64,9 +76,9 @@ extension StoreConformance {
                 try m.transition(to: .held, event: "held", at: later)
                 _ = try store.update([Change(m, expected: .queued)])
             }
-            var records: [Message] = []
+            records = []
             try store.list(Query()) { (r) throws(MsgError) -> Bool in records.append(r.message); return true }
-            let before = try check(&c, store, records, now: now, "after the changes")
+            let before = try check(&c, store, records, now: now, "after the changes", counters: counted)
             let sent = records.filter { $0.status == .sent }.prefix(40)
             let removals = sent.map { Removal(id: $0.id, statuses: [.sent]) } + [Removal(id: records[1].id, statuses: [.queued, .failed])]
             _ = try store.remove(removals)
@@ -91,9 +103,11 @@ extension StoreConformance {
         var expected = Tally()
         var notYetDue: [String: Int] = [:]
         var oldestDue: Timestamp?
+        var inFlight: [String: Int] = [:]
         for m in records {
             expected.added(m)
             expected.attempts(in: m)
+            if m.status == .sending { inFlight[m.to, default: 0] += 1 }
             guard m.status == .queued || m.status == .failed else { continue }
             if let due = m.dueAt, due > now {
                 notYetDue[m.to, default: 0] += 1
@@ -109,6 +123,8 @@ extension StoreConformance {
         c.expectEqual(have.counters, counters.map { split($0).counters } ?? want.counters, "\(when): counters of attempts")
         c.expect(!have.counters.isEmpty, "\(when): some attempts counted")
         c.expectEqual(counts.notYetDue, notYetDue, "\(when): not yet due by recipient")
+        c.expectEqual(counts.inFlight, inFlight, "\(when): in flight by recipient")
+        if counters != nil { c.expect(!inFlight.isEmpty, "\(when): some in flight") }
         c.expectEqual(counts.oldestDue, oldestDue, "\(when): the oldest due, r0@x left out")
         return counts.tally
     }
