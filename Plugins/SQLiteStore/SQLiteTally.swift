@@ -3,7 +3,7 @@ import MsgKit
 /// The store's ``Tally`` (schema 5), kept in the same transaction as the changes it
 /// counts (``SQLiteStore/counted(_:_:)``), in two tables:
 /// - `tally_log`: one row appended per commit that moves a figure, holding all of
-///   that commit's deltas (``encode(_:)``). An append writes the last page of one
+///   that commit's deltas (``Tally/logText(into:)``). An append writes the last page of one
 ///   b-tree, however many recipients the commit touched;
 /// - `tallies`: one row per figure, into which every ``foldEvery`` log rows are
 ///   folded (and deleted) in the commit that appends the last of them.
@@ -38,7 +38,7 @@ enum SQLiteTally {
         if t.isEmpty { return }
         let append = try db.statement("INSERT INTO tally_log (deltas) VALUES (?1) RETURNING seq")
         var text: [UInt8] = []
-        encode(t, into: &text)
+        t.logText(into: &text)
         defer { append.reset() }
         let seq = try text.withUnsafeBufferPointer { (b) throws(MsgError) -> Int64? in
             append.bindStatic(1, b)
@@ -62,7 +62,7 @@ enum SQLiteTally {
         let s = try db.statement("SELECT deltas FROM tally_log")
         defer { s.reset() }
         var t = Tally()
-        while try s.step("reading the counts") { decode(s.bytes(0), into: &t) }
+        while try s.step("reading the counts") { t.add(logText: s.bytes(0)) }
         return t
     }
 
@@ -92,58 +92,6 @@ enum SQLiteTally {
             delete.bind(2, key.a)
             delete.bind(3, key.b)
             try delete.run("counting messages")
-        }
-    }
-
-    /// One log row's text: per figure its kind's letter, `a` and `b` each as
-    /// `<length>:<bytes>`, then the delta and `;`. Plain UTF-8, whatever the names hold.
-    static func encode(_ t: Tally, into out: inout [UInt8]) {
-        out.removeAll(keepingCapacity: true)
-        func number(_ n: Int) {
-            if n < 0 { out.append(UInt8(ascii: "-")) }
-            var m = n.magnitude
-            let start = out.count
-            repeat {
-                out.append(UInt8(48 + m % 10))
-                m /= 10
-            } while m > 0
-            out[start...].reverse()
-        }
-        t.forEach { (key, n) in
-            out.append(contentsOf: key.kind.rawValue.utf8)
-            number(key.a.utf8.count); out.append(UInt8(ascii: ":")); out.append(contentsOf: key.a.utf8)
-            number(key.b.utf8.count); out.append(UInt8(ascii: ":")); out.append(contentsOf: key.b.utf8)
-            number(n); out.append(UInt8(ascii: ";"))
-        }
-    }
-
-    /// Adds the deltas of one log row's text to `t`; stops at anything it does not read.
-    static func decode(_ text: UnsafeBufferPointer<UInt8>, into t: inout Tally) {
-        var i = 0
-        func number(until end: UInt8) -> Int? {
-            var n = 0, sign = 1, digits = 0
-            if i < text.count, text[i] == UInt8(ascii: "-") { sign = -1; i += 1 }
-            while i < text.count, text[i] != end {
-                let d = Int(text[i]) - 48
-                guard d >= 0, d <= 9, digits < 19 else { return nil }
-                n = n * 10 + d
-                digits += 1
-                i += 1
-            }
-            guard i < text.count, digits > 0 else { return nil }
-            i += 1
-            return sign * n
-        }
-        func name() -> String? {
-            guard let length = number(until: UInt8(ascii: ":")), length >= 0, i + length <= text.count else { return nil }
-            defer { i += length }
-            return String(decoding: UnsafeBufferPointer(rebasing: text[i..<i + length]), as: UTF8.self)
-        }
-        while i < text.count {
-            guard let kind = Tally.Kind(rawValue: String(UnicodeScalar(text[i]))) else { return }
-            i += 1
-            guard let a = name(), let b = name(), let n = number(until: UInt8(ascii: ";")) else { return }
-            t.add(n, to: Tally.Key(kind, a, b))
         }
     }
 

@@ -77,4 +77,32 @@ import Testing
         edit.changed(from: .queued, to: "a@x", into: moved)
         #expect(edit.figures == [.init(.messages, "a@x", "queued"): -1, .init(.messages, "b@x", "queued"): 1])
     }
+
+    /// Log text reads back as the figures it was made of, whatever the names hold
+    /// (the separators, digits, newlines, non-ASCII); texts joined read as their sum;
+    /// text cut short reads as far as it is whole.
+    @Test func logTextReadsBackWholeAndJoined() {
+        var t = Tally()
+        t.add(3, to: .init(.messages, "a:1;b@x", "queued"))
+        t.add(-2, to: .init(.messages, "12:ünï\ncødé", "failed"))
+        t.add(7, to: .init(.attempts, "failed", "time;out:9"))
+        t.add(1_234_567_890_123, to: .init(.latencySum, ""))
+        t.add(0, to: .init(.deliveries, "zero@x"))
+        var text: [UInt8] = []
+        t.logText(into: &text)
+        var back = Tally()
+        #expect(text.withUnsafeBufferPointer { back.add(logText: $0) })
+        #expect(back == t)
+        #expect(back.figures.count == 4, "zeros are not written")
+        var twice = Tally()
+        let joined = text + text
+        #expect(joined.withUnsafeBufferPointer { twice.add(logText: $0) })
+        var doubled = t
+        doubled.add(t)
+        #expect(twice == doubled)
+        var cut = Tally()
+        #expect(!Array(text.dropLast(3)).withUnsafeBufferPointer { cut.add(logText: $0) })
+        #expect(cut.figures.count == 3, "the whole figures before the cut")
+        #expect(t.logText == String(decoding: text, as: UTF8.self))
+    }
 }

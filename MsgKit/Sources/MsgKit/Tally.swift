@@ -136,6 +136,12 @@ public struct Tally: Sendable, Equatable {
             raw[from, default: 0] -= 1
             raw[to, default: 0] += 1
         }
+        ended(from: old, into: m)
+    }
+
+    /// The counters of a change from `old` to `m` alone (not the record's move: a
+    /// store that moves it itself, knowing the stored recipient, adds that).
+    public mutating func ended(from old: Status, into m: Message) {
         if old == .sending, m.status != .sending { attemptEnded(m) }
     }
 

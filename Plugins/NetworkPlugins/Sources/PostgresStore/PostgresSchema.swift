@@ -10,7 +10,7 @@ import PostgresNIO
 /// (status, then FIFO order); `messages_fifo` serves listings without a status.
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 2
+    static let current = 3
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -35,7 +35,9 @@ enum PostgresSchema {
             // Version 2: per-destination state (breaker, throttle, pause), one row per
             // key that has any; the text is msg's own (docs/DESIGN.md 6).
             "CREATE TABLE \(s).destinations (key text NOT NULL PRIMARY KEY, state text NOT NULL)",
-        ]]
+        ],
+        // Version 3: the counts (``PostgresTally``), filled from the records by ``migrate(_:)``.
+        PostgresTally.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);
@@ -59,6 +61,7 @@ enum PostgresSchema {
                     try db.query(PostgresQuery(unsafeSQL: statement), "migrating schema \(s) to version \(step + 1)")
                 }
             }
+            if found < 3 { try PostgresTally.rebuild(db) }
             try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(s).msg_schema"), "recording the schema version")
             try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).msg_schema (version) VALUES (\(current))"), "recording the schema version")
         }

@@ -14,6 +14,10 @@ public final class PostgresStore: Store {
     let db: BlockingConnection
     let table: String
     private let access: StoreAccess
+    /// Whether a claim's transaction is open (``claimSession(_:)``): a fold waits for its commit.
+    var inClaim = false
+    /// The log row up to which to fold after the claim's commit.
+    var foldAfterClaim: Int64?
     /// Rows read per round trip when listing and claiming.
     static let page = 1000
 
@@ -34,9 +38,15 @@ public final class PostgresStore: Store {
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
         try writable()
-        let rows = try db.query(RowColumns(records).insert(into: table), "storing \(records.count) messages")
+        let rows = try db.query(RowColumns(records).insert(into: table, schema: db.address.schema), "storing \(records.count) messages")
         var inserted = Set<String>()
-        for row in rows { inserted.insert(try Self.text(row, "storing messages")) }
+        var seq: Int64?
+        for row in rows {
+            let (id, appended) = try Self.idAndSeq(row, "storing messages")
+            inserted.insert(id)
+            seq = appended
+        }
+        try appended(seq)
         // The first record with an id is the one stored; later ones, and ids stored
         // before, are answered with what the store holds.
         var seen: [String: Message] = [:]
@@ -107,16 +117,17 @@ public final class PostgresStore: Store {
         if changes.isEmpty { return [] }
         try writable()
         let ids = changes.map(\.message.id)
+        let s = db.address.schema
         if Set(ids).count == ids.count {
-            let updated = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table),
+            let updated = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table, schema: s),
                                        "updating \(changes.count) messages")
-            return try Self.applied(ids, updated, "updating messages")
+            return try applied(ids, updated, "updating messages")
         }
         // One id twice: each change must see the one before, so one statement each.
         return try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
             try changes.map { (c) throws(MsgError) -> Bool in
-                let rows = try db.query(RowColumns([c.record], expected: [c.expected]).update(table), "updating message \(c.message.id)")
-                return rows.first != nil
+                let rows = try db.query(RowColumns([c.record], expected: [c.expected]).update(table, schema: s), "updating message \(c.message.id)")
+                return try applied([c.message.id], rows, "updating message \(c.message.id)") == [true]
             }
         }
     }
@@ -127,12 +138,16 @@ public final class PostgresStore: Store {
         var b = PostgresBindings(capacity: 2)
         b.append(removals.map(\.id))
         b.append(removals.map { $0.statuses.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*" })
+        let gone = PostgresTally.figure("del.recipient", "del.status", "-1")
         let rows = try db.query(PostgresQuery(unsafeSQL: """
+            WITH del AS (
             DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[]) AS r(id, statuses)
             WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
-            RETURNING m.id
+            RETURNING m.id, m.recipient, m.status),
+            log AS (\(PostgresTally.append(db.address.schema, gone, from: "del")))
+            SELECT id, (SELECT seq FROM log) FROM del
             """, binds: b), "removing \(removals.count) messages")
-        return try Self.applied(removals.map(\.id), rows, "removing messages")
+        return try applied(removals.map(\.id), rows, "removing messages")
     }
 
     /// - Throws: `storeIO` when this store was opened for reading only.
@@ -142,15 +157,24 @@ public final class PostgresStore: Store {
 
     // MARK: Rows
 
-    /// Per id in `ids`, whether `rows` (one id each) names it; an id named once counts once.
-    static func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
+    /// Per id in `ids`, whether `rows` (an id and the seq of the log row the
+    /// statement appended, each) names it; an id named once counts once. Folds the
+    /// counts when the log row is the last of a fold (``appended(_:)``).
+    func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
         var done = Set<String>()
-        for row in rows { done.insert(try text(row, what)) }
+        var seq: Int64?
+        for row in rows {
+            let (id, appended) = try Self.idAndSeq(row, what)
+            done.insert(id)
+            seq = appended
+        }
+        try appended(seq)
         return ids.map { done.remove($0) != nil }
     }
 
-    private static func text(_ row: PostgresRow, _ what: String) throws(MsgError) -> String {
-        do { return try row.decode(String.self) } catch { throw corrupt(what, error) }
+    /// An id and the seq of a log row, as the counting statements return them.
+    static func idAndSeq(_ row: PostgresRow, _ what: String) throws(MsgError) -> (String, Int64?) {
+        do { return try row.decode((String, Int64?).self) } catch { throw corrupt(what, error) }
     }
 
     static func corrupt(_ what: String, _ error: any Error) -> MsgError {

@@ -17,6 +17,10 @@ struct RowColumns {
     var historyAt: [Int32] = []
     /// For updates: the status each row must still have.
     var expected: [String] = []
+    /// Per row, what storing it adds to the counts (``Tally/logText``): for an
+    /// insert the record itself, for an update the attempt it ends (the statement
+    /// moves the record between figures itself, from the stored recipient).
+    var deltas: [String] = []
 
     init(_ rows: [EncodedMessage], expected: [Status]? = nil) {
         for r in rows {
@@ -31,15 +35,30 @@ struct RowColumns {
             records.append(String(decoding: r.json, as: UTF8.self))
             historyAt.append(Int32(clamping: r.historyOffset))
         }
-        if let expected { self.expected = expected.map(\.rawValue) }
+        if let expected {
+            self.expected = expected.map(\.rawValue)
+            for (r, old) in zip(rows, expected) {
+                var t = Tally()
+                t.ended(from: old, into: r.message)
+                deltas.append(t.logText)
+            }
+        } else {
+            for r in rows {
+                var t = Tally()
+                t.added(r.message)
+                deltas.append(t.logText)
+            }
+        }
     }
 
-    /// Inserts the rows whose id is new; returns the ids inserted.
-    func insert(into table: String) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 9)
+    /// Inserts the rows whose id is new, counting them in schema `s`; returns the
+    /// ids inserted, each with the seq of the log row appended (``PostgresTally``).
+    func insert(into table: String, schema s: String) -> PostgresQuery {
+        var b = PostgresBindings(capacity: 10)
         b.append(ids); b.append(statuses); b.append(recipients); b.append(createdAt); b.append(updatedAt)
-        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt)
+        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(deltas)
         return PostgresQuery(unsafeSQL: """
+            WITH ins AS (
             INSERT INTO \(table) (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at)
             SELECT u.id, u.status, u.recipient, u.created_at, u.updated_at, NULLIF(u.due_at, -1), NULLIF(u.lease_until, -1),
                    u.record, u.history_at
@@ -47,25 +66,37 @@ struct RowColumns {
                  WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, n)
             ORDER BY u.n
             ON CONFLICT (id) DO NOTHING
-            RETURNING id
+            RETURNING id),
+            firsts AS (
+                SELECT DISTINCT ON (d.id) d.deltas FROM unnest($1::text[], $10::text[]) WITH ORDINALITY AS d(id, deltas, n)
+                JOIN ins USING (id) ORDER BY d.id, d.n),
+            log AS (\(PostgresTally.append(s, "firsts.deltas", from: "firsts")))
+            SELECT id, (SELECT seq FROM log) FROM ins
             """, binds: b)
     }
 
-    /// Replaces each row whose status is still its expected one (compare-and-set);
-    /// returns the ids replaced. `created_at` never changes and is left alone.
-    /// The ids must be distinct.
-    func update(_ table: String) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 9)
+    /// Replaces each row whose status is still its expected one (compare-and-set),
+    /// counting the changes in schema `s`; returns the ids replaced, each with the seq
+    /// of the log row appended (``PostgresTally``). `created_at` never changes and is
+    /// left alone. The ids must be distinct. The stored recipients are read under the
+    /// rows' locks (`old`), so a concurrent edit is counted from what it left.
+    func update(_ table: String, schema s: String) -> PostgresQuery {
+        var b = PostgresBindings(capacity: 10)
         b.append(ids); b.append(expected); b.append(statuses); b.append(recipients); b.append(updatedAt)
-        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt)
+        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(deltas)
+        let moved = PostgresTally.recordDeltas(oldTo: "upd.old_to", old: "upd.old", newTo: "upd.new_to", new: "upd.new")
         return PostgresQuery(unsafeSQL: """
+            WITH old AS (SELECT id, recipient FROM \(table) WHERE id = ANY($1::text[]) FOR UPDATE),
+            upd AS (
             UPDATE \(table) AS m SET status = u.status, recipient = u.recipient, updated_at = u.updated_at,
                 due_at = NULLIF(u.due_at, -1), lease_until = NULLIF(u.lease_until, -1), record = u.record,
                 history_at = u.history_at
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[])
-                 AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at)
-            WHERE m.id = u.id AND m.status = u.expected
-            RETURNING m.id
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[])
+                 AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas), old
+            WHERE m.id = u.id AND m.status = u.expected AND old.id = m.id
+            RETURNING m.id, old.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas),
+            log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
+            SELECT id, (SELECT seq FROM log) FROM upd
             """, binds: b)
     }
 }

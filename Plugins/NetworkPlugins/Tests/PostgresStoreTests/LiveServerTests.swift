@@ -93,6 +93,42 @@ final class Workers: @unchecked Sendable {
         }
     }
 
+    /// A schema 2 queue (schema 3 without its counts, the version set back) is
+    /// brought to 3 by the first store opened for writing, which counts what it
+    /// holds: records by status and waiting ones by recipient, and the attempts
+    /// their histories keep; a store opened for reading before that is refused.
+    @Test func aVersion2SchemaIsCountedWhenMigrated() throws {
+        let url = try TestServer.freshURL()
+        let store = try TestServer.open(url)
+        var records: [Message] = []
+        for n in 0..<30 {
+            var m = Fixtures.message(n, to: "r\(n % 4)@x", createdOffset: Int64(n))
+            if n % 3 == 0 {
+                try m.transition(to: .sending, event: "attempt", at: Fixtures.t0)
+                try m.transition(to: n % 2 == 0 ? .sent : .failed, event: "outcome", at: Fixtures.t0.adding(.seconds(2)))
+            }
+            records.append(m)
+        }
+        _ = try store.add(records)
+        let schema = String(url.split(separator: "=").last!)
+        let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
+        for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "UPDATE \(schema).msg_schema SET version = 2"] {
+            try db.query(PostgresQuery(unsafeSQL: sql), "test")
+        }
+        #expect(throws: MsgError.self) { try TestServer.open(url, access: .read) }
+        let migrated = try TestServer.open(url)
+        var expected = Tally()
+        for m in records {
+            expected.added(m)
+            expected.attempts(in: m)
+        }
+        let counts = try #require(try migrated.counts(now: Fixtures.t0, excluding: []))
+        #expect(counts.tally == expected)
+        #expect(counts.tally[.init(.attempts, "sent", "")] == 5)
+        #expect(counts.tally[.init(.messages, "", "sent")] == 5)
+        #expect(counts.tally[.init(.messages, "r1@x", "failed")] == 2)
+    }
+
     @Test func tlsIsUsedWhenTheURLAsksForIt() throws {
         guard let tlsURL = SystemCalls.environment("MSG_TEST_POSTGRES_TLS") else {
             Issue.record("MSG_TEST_POSTGRES_TLS is not set: run scripts/test")
