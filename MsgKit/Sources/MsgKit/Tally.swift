@@ -159,10 +159,20 @@ public struct Tally: Sendable, Equatable {
 
     /// The attempt that ended in `m`'s last change: the event after its last `sending` one.
     private mutating func attemptEnded(_ m: Message) {
-        guard let last = m.history.lastIndex(where: { $0.status == .sending }), last + 1 < m.history.count else { return }
-        let first = !m.history[..<last].contains { $0.status == .sent }
-        attempt(m.history[last + 1], of: m, first: first)
+        let history = m.history
+        var last = history.count - 1
+        while last >= 0, history[last].status != .sending { last -= 1 }
+        guard last >= 0, last + 1 < history.count else { return }
+        var first = true
+        for i in 0..<last where history[i].status == .sent {
+            first = false
+            break
+        }
+        attempt(history[last + 1], of: m, first: first)
     }
+
+    /// The names of the ``Kind/latency`` buckets, made once.
+    private static let bucketNames = (0...latencyBounds.count).map { String($0) }
 
     private mutating func attempt(_ e: Message.Event, of m: Message, first: Bool) {
         add(1, to: Key(.attempts, e.status.rawValue, e.error?.code ?? ""))
@@ -174,7 +184,7 @@ public struct Tally: Sendable, Equatable {
         if e.status == .sent, first {
             let ms = max(0, e.at.milliseconds - m.createdAt.milliseconds)
             let seconds = Double(ms) / 1000
-            add(1, to: Key(.latency, String(Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count)))
+            add(1, to: Key(.latency, Self.bucketNames[Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count]))
             add(Int(ms), to: Key(.latencySum, ""))
         }
     }

@@ -117,19 +117,31 @@ public final class PostgresStore: Store {
         if changes.isEmpty { return [] }
         try writable()
         let ids = changes.map(\.message.id)
-        let s = db.address.schema
         if Set(ids).count == ids.count {
-            let updated = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table, schema: s),
-                                       "updating \(changes.count) messages")
-            return try applied(ids, updated, "updating messages")
+            if inClaim { return try replace(changes) }
+            return try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in try replace(changes) }
         }
         // One id twice: each change must see the one before, so one statement each.
         return try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
-            try changes.map { (c) throws(MsgError) -> Bool in
-                let rows = try db.query(RowColumns([c.record], expected: [c.expected]).update(table, schema: s), "updating message \(c.message.id)")
-                return try applied([c.message.id], rows, "updating message \(c.message.id)") == [true]
-            }
+            try changes.map { (c) throws(MsgError) -> Bool in try replace([c]) == [true] }
         }
+    }
+
+    /// The changes (distinct ids) by compare-and-set, in the caller's transaction:
+    /// first those that keep their stored recipient, then, when some were not
+    /// replaced, those again with the recipient read under lock (an edit).
+    private func replace(_ changes: [Change]) throws(MsgError) -> [Bool] {
+        let s = db.address.schema
+        let ids = changes.map(\.message.id)
+        let rows = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table, schema: s, sameRecipient: true),
+                                "updating \(changes.count) messages")
+        var done = try applied(ids, rows, "updating messages")
+        let rest = done.indices.filter { !done[$0] }
+        if rest.isEmpty { return done }
+        let again = try db.query(RowColumns(rest.map { changes[$0].record }, expected: rest.map { changes[$0].expected })
+            .update(table, schema: s, sameRecipient: false), "updating \(rest.count) messages")
+        for (i, ok) in zip(rest, try applied(rest.map { ids[$0] }, again, "updating messages")) { done[i] = ok }
+        return done
     }
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
