@@ -12,7 +12,9 @@ import MsgSupport
 /// as `%3F` and `%` as `%25` in it). Parameters:
 /// - `input=record` (default): standard input is the record as a destination
 ///   receives it (``EncodedMessage/deliveredJSON``) and a newline; `input=body`:
-///   the body alone.
+///   the body alone; `input=mail`: the record as RFC 5322 mail (``MailText``, LF
+///   line ends, for sendmail): a header that would break the mail's header block
+///   makes the message `rejected` (dead, the reason named), never sent altered.
 /// - `concurrency=N` (1 to 256, default 1): commands running at once; outcomes
 ///   are still reported in order.
 /// - `grace=DURATION` (default 2s): between SIGTERM and SIGKILL at the deadline.
@@ -29,7 +31,9 @@ import MsgSupport
 public final class ExecTransport: Transport {
     let argv: [String]
     let lookupArgv: [String]?
-    let inputBody: Bool
+    let input: Input
+    /// What a command reads on standard input.
+    enum Input: String { case record, body, mail }
     let pool: ProcessPool
     private let baseEnvironment: [String]
 
@@ -46,15 +50,15 @@ public final class ExecTransport: Transport {
         try Self.checkRunnable(argv[0])
         var concurrency = 1
         var grace: Int64 = 2000
-        var inputBody = false
+        var input = Input.record
         var lookup: [String]? = nil
         for (name, value) in url.parameters {
             switch name {
             case "input":
-                guard value == "record" || value == "body" else {
-                    throw MsgError(.config, "exec: parameter input must be record or body, got '\(value)'")
+                guard let chosen = Input(rawValue: value) else {
+                    throw MsgError(.config, "exec: parameter input must be record, body or mail, got '\(value)'")
                 }
-                inputBody = value == "body"
+                input = chosen
             case "concurrency":
                 guard let n = Int(value), (1...256).contains(n) else {
                     throw MsgError(.config, "exec: parameter concurrency must be a number from 1 to 256, got '\(value)'")
@@ -74,7 +78,7 @@ public final class ExecTransport: Transport {
                 throw MsgError(.config, "exec: unknown parameter '\(name)'; it takes input, concurrency, grace and lookup")
             }
         }
-        self.inputBody = inputBody
+        self.input = input
         self.lookupArgv = lookup
         self.pool = ProcessPool(concurrency: concurrency, grace: grace)
         self.baseEnvironment = Self.inheritedEnvironment()
@@ -85,13 +89,22 @@ public final class ExecTransport: Transport {
     public var parallelism: Int { pool.concurrency }
 
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
-        // A value the environment cannot hold whole is refused, never cut short.
-        let environments = records.map { environment(for: $0.message) }
+        // A value the environment cannot hold whole is refused, never cut short;
+        // so is a record that does not make mail whole (input=mail).
+        var inputs: [[UInt8]] = []
+        let environments = records.map { (record) -> Result<[String], MsgError> in
+            let env = environment(for: record.message)
+            guard case .success = env else { return env }
+            switch standardInput(record) {
+            case .success(let bytes):
+                inputs.append(bytes)
+                return env
+            case .failure(let error): return .failure(error)
+            }
+        }
         var jobs: [ProcessPool.Job] = []
-        for (record, environment) in zip(records, environments) {
-            guard case .success(let env) = environment else { continue }
-            jobs.append(ProcessPool.Job(argv: argv, environment: env,
-                                        input: inputBody ? Array(record.message.body.utf8) : record.deliveredJSON + [10]))
+        for (environment, bytes) in zip(environments.compactMap { try? $0.get() }, inputs) {
+            jobs.append(ProcessPool.Job(argv: argv, environment: environment, input: bytes))
         }
         var ends = pool.run(jobs, deadline: max(1, deadline.milliseconds)).makeIterator()
         return environments.map { environment in
@@ -99,6 +112,16 @@ public final class ExecTransport: Transport {
             case .failure(let error): return .failed(error, retryAfter: nil)
             case .success: return ExitClassifier.outcome(ends.next()!, command: argv[0], deadline: deadline)
             }
+        }
+    }
+
+    /// What the command reads for `record`, or why it cannot be sent whole.
+    func standardInput(_ record: EncodedMessage) -> Result<[UInt8], MsgError> {
+        switch input {
+        case .record: return .success(record.deliveredJSON + [10])
+        case .body: return .success(Array(record.message.body.utf8))
+        case .mail:
+            do throws(MsgError) { return .success(try MailText.render(record.message)) } catch { return .failure(error) }
         }
     }
 

@@ -71,6 +71,7 @@ let package = Package(
         .testTarget(name: "HTTPTransportTests", dependencies: [
             "HTTPTransport",
             .product(name: "MsgKit", package: "MsgKit"),
+            .product(name: "MsgSupport", package: "MsgSupport"),
             .product(name: "MsgKitTesting", package: "MsgKitTesting"),
         ]),
     ]

@@ -1,5 +1,6 @@
 import Crypto
 import MsgKit
+import MsgSupport
 
 /// Signs requests as Standard Webhooks does (standardwebhooks.com, spec 1.0):
 /// `webhook-id` is the message id, `webhook-timestamp` the Unix time in seconds,

@@ -2,6 +2,7 @@ import Foundation
 @testable import HTTPTransport
 import MsgKit
 import MsgKitTesting
+import MsgSupport
 import Testing
 
 /// The http:// and https:// transport against a real server on loopback.

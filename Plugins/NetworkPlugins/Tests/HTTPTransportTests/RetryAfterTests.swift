@@ -1,6 +1,7 @@
 import struct Foundation.URL
 @testable import HTTPTransport
 import MsgKit
+import MsgSupport
 import NIOHTTP1
 import Testing
 

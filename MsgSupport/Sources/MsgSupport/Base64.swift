@@ -1,8 +1,9 @@
-/// Base64 (RFC 4648, with padding), for webhook signatures and their secrets.
-enum Base64 {
+/// Base64 (RFC 4648, with padding): webhook signatures and their secrets, encoded
+/// words in mail headers (``MailText``).
+public enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         let input = Array(bytes)
         var out: [UInt8] = []
         out.reserveCapacity((input.count + 2) / 3 * 4)
@@ -20,7 +21,7 @@ enum Base64 {
     }
 
     /// The bytes of `text`, or nil when it is not base64 (padding optional).
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         var values: [UInt8] = []
         for c in text.utf8 where c != UInt8(ascii: "=") {
             guard let v = alphabet.firstIndex(of: c) else { return nil }
