@@ -32,7 +32,7 @@ public struct Tally: Sendable, Equatable {
         case deliveries = "d"
         /// Attempts that failed (failed or dead): `a` the recipient.
         case failures = "f"
-        /// First `sent` of a message by time since its creation: `a` the bucket's index in ``Tally/latencyBounds`` (its count for the rest).
+        /// First `sent` of a message by time since its creation: `a` the index of the first bound in ``Tally/latencyBounds`` not below it (their count when it is above all).
         case latency = "l"
         /// The sum of the times of ``latency`` in milliseconds.
         case latencySum = "s"

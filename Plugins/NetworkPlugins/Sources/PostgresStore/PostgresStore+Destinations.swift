@@ -9,9 +9,7 @@ extension PostgresStore {
     public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try writable()
         let schema = db.address.schema
-        inClaim = true
-        defer { inClaim = false }
-        let result = try db.transaction("claiming messages") { () throws(MsgError) -> R in
+        return try committing("claiming messages") { () throws(MsgError) -> R in
             // The claim's reads want the FIFO index and its order (a LIMIT stops them
             // early); a planner that trusts a freshly filled table's statistics sorts
             // the whole queue instead (71 ms instead of 3 for 1,024 of 67,000).
@@ -19,12 +17,6 @@ extension PostgresStore {
                          "waiting for the claim lock")
             return try body(PostgresClaimSession(self))
         }
-        inClaim = false
-        if let seq = foldAfterClaim {
-            foldAfterClaim = nil
-            try PostgresTally.fold(db, upTo: seq)
-        }
-        return result
     }
 
     public func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {

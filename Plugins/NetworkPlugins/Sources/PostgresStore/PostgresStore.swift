@@ -14,10 +14,10 @@ public final class PostgresStore: Store {
     let db: BlockingConnection
     let table: String
     private let access: StoreAccess
-    /// Whether a claim's transaction is open (``claimSession(_:)``): a fold waits for its commit.
-    var inClaim = false
-    /// The log row up to which to fold after the claim's commit.
-    var foldAfterClaim: Int64?
+    /// Whether a transaction of ``committing(_:_:)`` is open: a fold waits for its commit.
+    var inTransaction = false
+    /// The log row up to which to fold after that commit.
+    var foldAfterCommit: Int64?
     /// Rows read per round trip when listing and claiming.
     static let page = 1000
 
@@ -118,11 +118,10 @@ public final class PostgresStore: Store {
         try writable()
         let ids = changes.map(\.message.id)
         if Set(ids).count == ids.count {
-            if inClaim { return try replace(changes) }
-            return try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in try replace(changes) }
+            return try committing("updating \(changes.count) messages") { () throws(MsgError) in try replace(changes) }
         }
         // One id twice: each change must see the one before, so one statement each.
-        return try db.transaction("updating \(changes.count) messages") { () throws(MsgError) in
+        return try committing("updating \(changes.count) messages") { () throws(MsgError) in
             try changes.map { (c) throws(MsgError) -> Bool in try replace([c]) == [true] }
         }
     }
@@ -160,6 +159,28 @@ public final class PostgresStore: Store {
             SELECT id, (SELECT seq FROM log) FROM del
             """, binds: b), "removing \(removals.count) messages")
         return try applied(removals.map(\.id), rows, "removing messages")
+    }
+
+    /// Runs `body` in one transaction, or in the one open already (an update inside
+    /// a claim); a fold of the counts that fell due in it runs after its commit, in a
+    /// transaction of its own (``PostgresTally/fold(_:upTo:)``).
+    func committing<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        if inTransaction { return try body() }
+        inTransaction = true
+        let result: R
+        do throws(MsgError) {
+            result = try db.transaction(what, body)
+        } catch {
+            inTransaction = false
+            foldAfterCommit = nil
+            throw error
+        }
+        inTransaction = false
+        if let seq = foldAfterCommit {
+            foldAfterCommit = nil
+            try PostgresTally.fold(db, upTo: seq)
+        }
+        return result
     }
 
     /// - Throws: `storeIO` when this store was opened for reading only.

@@ -149,10 +149,10 @@ enum PostgresTally {
 
 extension PostgresStore {
     /// After a statement that appended log row `seq`: folds when it is the last of a
-    /// ``PostgresTally/foldEvery``, now or, inside a claim, after its commit.
+    /// ``PostgresTally/foldEvery``, now or, inside a transaction, after its commit.
     func appended(_ seq: Int64?) throws(MsgError) {
         guard let seq, seq % PostgresTally.foldEvery == 0 else { return }
-        if inClaim { foldAfterClaim = seq } else { try PostgresTally.fold(db, upTo: seq) }
+        if inTransaction { foldAfterCommit = seq } else { try PostgresTally.fold(db, upTo: seq) }
     }
 
     public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {

@@ -129,6 +129,31 @@ final class Workers: @unchecked Sendable {
         #expect(counts.tally[.init(.messages, "r1@x", "failed")] == 2)
     }
 
+    /// Past 512 log rows the writer that appends the last folds the log into
+    /// `tallies`, after its transaction's commit; the counts read the same before and
+    /// after, and the log is short again.
+    @Test func theLogIsFoldedAndTheCountsStay() throws {
+        let url = try TestServer.freshURL()
+        let store = try TestServer.open(url)
+        var m = Fixtures.message(1, to: "fold@x")
+        _ = try store.add([m])
+        for i in 0..<600 {
+            let expected = m.status
+            try m.transition(to: i % 2 == 0 ? .held : .queued, event: "toggled", at: Fixtures.t0)
+            #expect(try store.update([Change(m, expected: expected)]) == [true])
+        }
+        let schema = String(url.split(separator: "=").last!)
+        let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
+        let rows = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).tally_log"), "test")
+        let left: Int32 = try #require(rows.first).decode(Int32.self)
+        #expect(left == 89, "log rows left after the fold of the first 512 (601 appended)")
+        let counts = try #require(try store.counts(now: Fixtures.t0, excluding: []))
+        var expected = Tally()
+        expected.added(m)
+        #expect(counts.tally == expected)
+        #expect(counts.tally[.init(.messages, "fold@x", "queued")] == 1)
+    }
+
     @Test func tlsIsUsedWhenTheURLAsksForIt() throws {
         guard let tlsURL = SystemCalls.environment("MSG_TEST_POSTGRES_TLS") else {
             Issue.record("MSG_TEST_POSTGRES_TLS is not set: run scripts/test")
