@@ -290,6 +290,8 @@ public final class SQLiteStore: Store {
     var notices: [String] = []
     /// What the changes of the transaction under way move (``counted(_:_:)``).
     var tally = Tally()
+    /// Log text this handle appended since its last fold (``SQLiteTally/apply(_:_:logged:)``).
+    var loggedBytes = 0
 
     /// After a claim of this handle: its own commits do not change `data_version`.
     private func noteOwnCommit() {

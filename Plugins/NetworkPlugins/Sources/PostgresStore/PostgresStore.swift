@@ -16,6 +16,8 @@ public final class PostgresStore: Store {
     private let access: StoreAccess
     /// Whether a transaction of ``committing(_:_:)`` is open: a fold waits for its commit.
     var inTransaction = false
+    /// Log text this handle appended since its last fold (``appended(_:)``).
+    var loggedBytes = 0
     /// The log row up to which to fold after that commit.
     var foldAfterCommit: Int64?
     /// Rows read per round trip when listing and claiming.
@@ -40,13 +42,13 @@ public final class PostgresStore: Store {
         try writable()
         let rows = try db.query(RowColumns(records).insert(into: table, schema: db.address.schema), "storing \(records.count) messages")
         var inserted = Set<String>()
-        var seq: Int64?
+        var log: (Int64, Int32)?
         for row in rows {
-            let (id, appended) = try Self.idAndSeq(row, "storing messages")
+            let (id, appended) = try Self.idAndLog(row, "storing messages")
             inserted.insert(id)
-            seq = appended
+            log = appended
         }
-        try appended(seq)
+        try appended(log)
         // The first record with an id is the one stored; later ones, and ids stored
         // before, are answered with what the store holds.
         var seen: [String: Message] = [:]
@@ -156,7 +158,7 @@ public final class PostgresStore: Store {
             WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
             RETURNING m.id, m.recipient, m.status),
             log AS (\(PostgresTally.append(db.address.schema, gone, from: "del")))
-            SELECT id, (SELECT seq FROM log) FROM del
+            SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM del
             """, binds: b), "removing \(removals.count) messages")
         return try applied(removals.map(\.id), rows, "removing messages")
     }
@@ -195,19 +197,26 @@ public final class PostgresStore: Store {
     /// counts when the log row is the last of a fold (``appended(_:)``).
     func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
         var done = Set<String>()
-        var seq: Int64?
+        var log: (Int64, Int32)?
         for row in rows {
-            let (id, appended) = try Self.idAndSeq(row, what)
+            let (id, appended) = try Self.idAndLog(row, what)
             done.insert(id)
-            seq = appended
+            log = appended
         }
-        try appended(seq)
+        try appended(log)
         return ids.map { done.remove($0) != nil }
     }
 
-    /// An id and the seq of a log row, as the counting statements return them.
-    static func idAndSeq(_ row: PostgresRow, _ what: String) throws(MsgError) -> (String, Int64?) {
-        do { return try row.decode((String, Int64?).self) } catch { throw corrupt(what, error) }
+    /// An id, and the seq and size of the log row appended, as the counting
+    /// statements return them (no log row when nothing moved a figure).
+    static func idAndLog(_ row: PostgresRow, _ what: String) throws(MsgError) -> (String, (Int64, Int32)?) {
+        do {
+            let (id, seq, bytes) = try row.decode((String, Int64?, Int32?).self)
+            guard let seq, let bytes else { return (id, nil) }
+            return (id, (seq, bytes))
+        } catch {
+            throw corrupt(what, error)
+        }
     }
 
     static func corrupt(_ what: String, _ error: any Error) -> MsgError {

@@ -7,7 +7,8 @@ import PostgresNIO
 /// the change and never for a change that did not apply. Appends never wait for
 /// each other, so workers on several hosts do not queue on a counter row; every
 /// ``foldEvery`` log rows, the writer that appended the last folds the log into
-/// `tallies` in a transaction of its own. A reader adds the two. A row
+/// `tallies` in a transaction of its own, as does a writer that appended
+/// ``foldBytes`` of log text since its last fold (a reader parses the log). A reader adds the two. A row
 /// `('ok', '', '', 1)` says they are whole (written by the migration that counted
 /// what the queue held).
 ///
@@ -25,6 +26,8 @@ enum PostgresTally {
 
     /// How many log rows are folded into `tallies` at once.
     static let foldEvery: Int64 = 512
+    /// How much log text one handle appends before it folds (a reader parses the log).
+    static let foldBytes = 2 << 20
 
     /// SQL: the log text moving a record from `oldTo`/`old` to `newTo`/`new` (the
     /// names of SQL expressions), or '' when its figure stays; as
@@ -49,7 +52,7 @@ enum PostgresTally {
         """
         INSERT INTO \(s).tally_log (deltas)
             SELECT string_agg(\(deltas), '') FROM \(source) HAVING coalesce(string_agg(\(deltas), ''), '') <> ''
-            RETURNING seq
+            RETURNING seq, octet_length(deltas) AS bytes
         """
     }
 
@@ -148,11 +151,16 @@ enum PostgresTally {
 }
 
 extension PostgresStore {
-    /// After a statement that appended log row `seq`: folds when it is the last of a
-    /// ``PostgresTally/foldEvery``, now or, inside a transaction, after its commit.
-    func appended(_ seq: Int64?) throws(MsgError) {
-        guard let seq, seq % PostgresTally.foldEvery == 0 else { return }
-        if inTransaction { foldAfterCommit = seq } else { try PostgresTally.fold(db, upTo: seq) }
+    /// After a statement that appended a log row (its seq and size): folds when it is
+    /// the last of a ``PostgresTally/foldEvery`` or this handle has appended
+    /// ``PostgresTally/foldBytes`` since its last fold, now or, inside a
+    /// transaction, after its commit.
+    func appended(_ log: (seq: Int64, bytes: Int32)?) throws(MsgError) {
+        guard let log else { return }
+        loggedBytes += Int(log.bytes)
+        guard log.seq % PostgresTally.foldEvery == 0 || loggedBytes >= PostgresTally.foldBytes else { return }
+        loggedBytes = 0
+        if inTransaction { foldAfterCommit = log.seq } else { try PostgresTally.fold(db, upTo: log.seq) }
     }
 
     public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {

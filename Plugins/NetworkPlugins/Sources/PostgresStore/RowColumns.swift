@@ -71,7 +71,7 @@ struct RowColumns {
                 SELECT DISTINCT ON (d.id) d.deltas FROM unnest($1::text[], $10::text[]) WITH ORDINALITY AS d(id, deltas, n)
                 JOIN ins USING (id) ORDER BY d.id, d.n),
             log AS (\(PostgresTally.append(s, "firsts.deltas", from: "firsts")))
-            SELECT id, (SELECT seq FROM log) FROM ins
+            SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM ins
             """, binds: b)
     }
 
@@ -103,7 +103,7 @@ struct RowColumns {
                 WHERE m.id = u.id AND m.status = u.expected AND m.recipient = u.recipient
                 RETURNING m.id, m.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas),
                 log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
-                SELECT id, (SELECT seq FROM log) FROM upd
+                SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
                 """, binds: b)
         }
         return PostgresQuery(unsafeSQL: """
@@ -117,7 +117,7 @@ struct RowColumns {
             WHERE m.id = u.id AND m.status = u.expected AND old.id = m.id
             RETURNING m.id, old.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas),
             log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
-            SELECT id, (SELECT seq FROM log) FROM upd
+            SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
             """, binds: b)
     }
 }
