@@ -53,13 +53,12 @@ public struct Metrics {
 
     /// The exposition text at `now`: from the counts the store keeps
     /// (``Store/counts(now:excluding:)``) when it keeps them and destinations are by
-    /// recipient; else read from every record. `scan` reads the records always.
-    /// - Throws: store errors.
-    public func render(now: Timestamp = .now(), scan: Bool = false) throws(MsgError) -> String {
+    /// recipient; else read from every record. - Throws: store errors.
+    public func render(now: Timestamp = .now()) throws(MsgError) -> String {
         let stored = try store.destinationStates(nil)
         let suspended = Set(stored.compactMap { (k, text) in DestinationState(text: text).suspension.map { $0.holds(at: now) } == true ? k : nil })
         var f: Figures
-        if !scan, key == .recipient, let counts = try store.counts(now: now, excluding: suspended) {
+        if key == .recipient, let counts = try store.counts(now: now, excluding: suspended) {
             f = Self.figures(counts, suspended: suspended)
         } else {
             f = try read(now: now, suspended: suspended)

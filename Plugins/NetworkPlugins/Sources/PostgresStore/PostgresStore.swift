@@ -192,9 +192,9 @@ public final class PostgresStore: Store {
 
     // MARK: Rows
 
-    /// Per id in `ids`, whether `rows` (an id and the seq of the log row the
-    /// statement appended, each) names it; an id named once counts once. Folds the
-    /// counts when the log row is the last of a fold (``appended(_:)``).
+    /// Per id in `ids`, whether `rows` (each an id, with the seq and size of the log
+    /// row the statement appended) names it; an id named once counts once. Folds the
+    /// counts when one falls due (``appended(_:)``).
     func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
         var done = Set<String>()
         var log: (Int64, Int32)?
