@@ -40,6 +40,10 @@ final class TCPConnection {
         guard case .hello(refused: nil) = hello else {
             close()
             if case .hello(refused: let refusal?) = hello {
+                // At its connection limit: a passing state, tried again later.
+                if refusal.code.isRetryable {
+                    throw MsgError(.unreachable, "\(address.display) refused the connection for now (\(refusal.message)); trying again later")
+                }
                 // A definite answer, not a passing fault: retrying cannot help until
                 // the token is fixed (Transport requirement 4: config stops the run).
                 throw MsgError(.config, "\(address.display) refused the connection: \(refusal.message); check the token")

@@ -53,7 +53,12 @@ final class TCPListener: Listener, ListenerStatistics {
                 let peer = channel.remoteAddress?.ipAddress ?? "an unknown address"
                 if let full = connections.add(channel, key, peer: peer) {
                     refusals.say("refused a connection from \(peer): \(full)")
-                    return channel.close()
+                    // Said to the sender too, as a refusal to try again later.
+                    let reason = full.hasPrefix("it has") ? "this address has" + full.dropFirst(6) : full
+                    let line = Wire.helloRefused(MsgError(.unreachable, "at its limit: \(reason)"))
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(RefusingHandler(line))
+                    }
                 }
                 channel.closeFuture.whenComplete { _ in connections.remove(key, peer: peer) }
                 return channel.eventLoop.makeCompletedFuture {

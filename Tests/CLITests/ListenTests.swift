@@ -155,12 +155,25 @@ import Testing
     }
 
     /// With a token, connections that never say hello are closed after 5 s, one
-    /// address may hold 64, and each refusal is said (at most five lines a second).
+    /// address may hold 64, and each refusal is said (at most five lines a second):
+    /// to the sender too, whose flush says in words that the receiver is at its
+    /// limit and keeps the message for later (75).
     @Test func idleConnectionsAreCappedAndClosedAndRefusalsAreSaid() throws {
         let s = try Sandbox()
         let listener = try ListenerProcess(s, address: "tcp://127.0.0.1:0?token=s3cret")
         let clients = try (0..<70).map { _ in try LineClient(port: listener.port) }
-        // The 65th and later are closed at once; the first 64 after the hello deadline.
+        let capped = try LineClient(port: listener.port)
+        try capped.send("{\"op\":\"hello\",\"version\":1,\"token\":\"s3cret\"}\n")
+        let refusal = try capped.answers()
+        #expect(refusal.count == 1 && refusal.first?["ok"] == .bool(false) && refusal.first?["error"]?["retryable"] == .bool(true),
+                "a hello past the cap is refused in words, to try again: \(refusal)")
+        _ = try enqueue(s, 1)
+        let flush = try s.sh("msg flush --transport 'tcp://127.0.0.1:\(listener.port)?token=s3cret' > /dev/null; echo $?; msg queue count --status failed")
+        #expect(flush.lines == ["75", "1"], "\(flush.out) \(flush.err)")
+        #expect(flush.err.contains("refused the connection for now (receiver: at its limit: this address has 64 connections open, the most one address may have); trying again later"),
+                "\(flush.err)")
+        // None said hello: the 65th and later are closed soon, the first 64 after
+        // the hello deadline, all without an answer.
         for (i, client) in clients.enumerated() {
             #expect(try client.answers().isEmpty, "connection \(i) was closed without an answer")
         }
