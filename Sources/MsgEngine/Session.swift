@@ -91,7 +91,19 @@ public final class Session {
         if let openTransport { return openTransport }
         let t = try loader.openTransport(settings.transport)
         openTransport = t
+        if let warning = Self.clearTextToken(settings.transport) { reporter.say(warning) }
         return t
+    }
+
+    /// The warning, said once a command, for a token that tcp:// sends in clear text
+    /// to another host; nil for any other transport, or one without a token, or to a
+    /// loopback address.
+    static func clearTextToken(_ text: String) -> String? {
+        guard let url = try? PluginURL(text), url.scheme == "tcp", let authority = url.authority,
+              url.parameters.contains(where: { $0.name == "token" || $0.name == "token_file" }) else { return nil }
+        let host = authority.hasPrefix("[") ? String(authority.dropFirst().prefix { $0 != "]" }) : String(authority.prefix { $0 != ":" })
+        if host == "localhost" || host == "::1" || host.hasPrefix("127.") { return nil }
+        return "warning: tcp://\(authority) is sent its token in clear text: anyone on the network path can read it and deliver into the receiver with it; carry tcp:// through a tunnel (ssh -L, WireGuard) or a network only your hosts reach"
     }
 }
 

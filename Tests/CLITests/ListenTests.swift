@@ -151,7 +151,15 @@ import Testing
         let port = listener.port
         let r = try s.sh("msg flush --transport 'tcp://127.0.0.1:\(port)?token_file=\(s.home)/token' > /dev/null; echo $?")
         #expect(r.out == "0\n", "\(r.err)")
+        #expect(!r.err.contains("clear text"), "no warning to a loopback address: \(r.err)")
         #expect(onceEach(inbox(s), queued) == "", "the inbox")
+        // To an address that is not loopback, the token in clear text is warned about,
+        // once a command however many connections it opens.
+        _ = try enqueue(s, 4)
+        let far = try s.sh("msg flush --concurrency 2 --transport 'tcp://0.0.0.0:\(port)?token_file=\(s.home)/token' > /dev/null; echo $?")
+        #expect(far.out == "0\n", "\(far.err)")
+        #expect(far.err.components(separatedBy: "is sent its token in clear text").count == 2, "warned once: \(far.err)")
+        #expect(far.err.contains("msg: warning: tcp://0.0.0.0:\(port) is sent its token in clear text") && !far.err.contains("t0ps3cret"), "\(far.err)")
     }
 
     /// With a token, connections that never say hello are closed after 5 s, one
