@@ -31,6 +31,23 @@ enum ArgumentValue {
         return try checked { () throws(MsgError) in try Status.parseList(text) }
     }
 
+    /// A rate: `10/s`, `600/m`, `5000/h`.
+    static func rate(_ text: String) throws -> Rate {
+        try checked { () throws(MsgError) in try Rate(parsing: text) }
+    }
+
+    /// Where `--metrics` serves: `HOST:PORT`.
+    static func metricsAddress(_ text: String) throws -> MetricsAddress {
+        try checked { () throws(MsgError) in try MetricsAddress(parsing: text) }
+    }
+
+    /// A header to match: `NAME`, or `NAME=VALUE`.
+    static func headerMatch(_ text: String) throws -> (name: String, value: String?) {
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let name = parts.first, !name.isEmpty else { throw ValidationError("expected NAME or NAME=VALUE, the name not empty") }
+        return (String(name), parts.count > 1 ? String(parts[1]) : nil)
+    }
+
     /// A size in bytes, or with KiB/MiB.
     static func size(_ text: String) throws -> Int {
         try checked { () throws(MsgError) in try ListenService.parseSize(text) }

@@ -21,8 +21,9 @@ struct MatchOptions: ParsableArguments {
             transform: ArgumentValue.time)
     var updatedBefore: Timestamp?
 
-    @Option(help: ArgumentHelp("Only messages with this header (NAME), or with this value (NAME=VALUE).", valueName: "name[=value]"))
-    var header: String?
+    @Option(help: ArgumentHelp("Only messages with this header (NAME), or with this value (NAME=VALUE).", valueName: "name[=value]"),
+            transform: ArgumentValue.headerMatch)
+    var header: (name: String, value: String?)?
 
     @Option(help: ArgumentHelp("Only failed or dead messages whose last error has this code (\(MessageFilter.errorCodes.joined(separator: ", "))), or none: the others.", valueName: "code"))
     var error: String?
@@ -35,9 +36,6 @@ struct MatchOptions: ParsableArguments {
             throw ValidationError("--error: unknown code '\(error)'; expected one of \(MessageFilter.errorCodes.joined(separator: ", ")) or none")
         }
         if to == "" { throw ValidationError("--to must not be empty") }
-        if let header, header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first?.isEmpty ?? true {
-            throw ValidationError("--header takes NAME or NAME=VALUE")
-        }
     }
 
     /// Whether any of these was given.
@@ -49,10 +47,7 @@ struct MatchOptions: ParsableArguments {
     func filter() -> MessageFilter {
         var f = MessageFilter(errorCode: error, minAttempts: minAttempts)
         if let to, MessageFilter.isPattern(to) { f.toPattern = to }
-        if let header {
-            let parts = header.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            f.header = (String(parts[0]), parts.count > 1 ? String(parts[1]) : nil)
-        }
+        f.header = header
         return f
     }
 

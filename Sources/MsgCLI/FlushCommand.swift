@@ -23,8 +23,9 @@ struct FlushCommand: SessionCommand {
     @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
     @OptionGroup var eventOptions: EventOptions
-    @Option(help: ArgumentHelp("With --watch: serve the queue's metrics (as msg metrics) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"))
-    var metrics: String?
+    @Option(help: ArgumentHelp("With --watch: serve the queue's metrics (as msg metrics) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"),
+            transform: ArgumentValue.metricsAddress)
+    var metrics: MetricsAddress?
 
     func validate() throws {
         if metrics != nil && !watch { throw ValidationError("--metrics serves while --watch runs; for one reading use msg metrics") }

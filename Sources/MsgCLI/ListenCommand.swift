@@ -23,8 +23,9 @@ struct ListenCommand: SessionCommand {
     var maxLine = 1040 * 1024
     @Option(help: "The deadline of each delivery into the inbox (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
     @Flag(name: .customLong("no-token"), help: "Allow a listener other hosts can reach to take records without a token.") var noToken = false
-    @Option(help: ArgumentHelp("Serve the listener's metrics (connections, records received) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"))
-    var metrics: String?
+    @Option(help: ArgumentHelp("Serve the listener's metrics (connections, records received) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"),
+            transform: ArgumentValue.metricsAddress)
+    var metrics: MetricsAddress?
 
     func run(_ session: Session) throws {
         guard let url = url ?? session.settings.listen else {

@@ -14,8 +14,9 @@ struct RetryCommand: SessionCommand {
     @OptionGroup var policy: PolicyOptions
     @OptionGroup var eventOptions: EventOptions
     @OptionGroup var match: MatchOptions
-    @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"))
-    var pace: String?
+    @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"),
+            transform: ArgumentValue.rate)
+    var pace: Rate?
     @Flag(help: "Ignore backoff, a pause a destination asked for (429 Retry-After) and an open breaker: retry failed messages now.") var now = false
     @Option(help: "Why; kept in each message's history (the attempt, or with --dead the redrive).") var reason: String?
     @Flag(name: .customLong("dry-run"), help: "Print the messages that would be retried (or redriven) and how many; change nothing.") var dryRun = false
@@ -26,7 +27,6 @@ struct RetryCommand: SessionCommand {
     var expiresAt: Timestamp?
 
     func validate() throws {
-        if let pace { do { _ = try Rate(parsing: pace) } catch { throw ValidationError("--pace: " + error.message) } }
         if pace != nil && dead { throw ValidationError("--pace spreads sending; --dead only queues again (pace the flush that follows)") }
         if let reason, reason.utf8.count > 1024 { throw ValidationError("--reason is \(reason.utf8.count) bytes; at most 1024") }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
@@ -74,7 +74,7 @@ struct RetryCommand: SessionCommand {
         options.ignoreDue = now
         options.rules.overridesWaits = now
         options.rules.reason = reason
-        options.pace = try pace.map { (text) throws(MsgError) in try Rate(parsing: text) }
+        options.pace = pace
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)

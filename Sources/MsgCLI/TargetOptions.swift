@@ -66,8 +66,9 @@ struct PolicyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("What makes a destination: to, header:NAME, or id (each message its own).", valueName: "key"),
             transform: ArgumentValue.destinationKey)
     var key = DestinationKey.recipient
-    @Option(help: ArgumentHelp("At most this many messages per destination, shared by every process on the store: 10/s, 600/m, 5000/h.", valueName: "rate"))
-    var rate: String?
+    @Option(help: ArgumentHelp("At most this many messages per destination, shared by every process on the store: 10/s, 600/m, 5000/h.", valueName: "rate"),
+            transform: ArgumentValue.rate)
+    var rate: Rate?
     @Option(help: "Messages a destination may get at once after an idle time, with --rate (default: 1).") var burst = 1
     @Option(help: "Retryable failures in a row that open a destination's circuit breaker; 0 never opens it (default: 5).")
     var breaker = 5
@@ -80,7 +81,6 @@ struct PolicyOptions: ParsableArguments {
         if burst < 1 { throw ValidationError("--burst must be at least 1") }
         if breaker < 0 { throw ValidationError("--breaker must be 0 or more") }
         if breakerCooldown.milliseconds < 1 { throw ValidationError("--breaker-cooldown must be positive") }
-        if let rate { do { _ = try Rate(parsing: rate) } catch { throw ValidationError(error.message) } }
         if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
@@ -102,7 +102,7 @@ struct PolicyOptions: ParsableArguments {
         o.batchSize = batch
         o.concurrency = concurrency
         o.rules.key = key
-        o.rules.rate = try? rate.map { (text) throws(MsgError) in try Rate(parsing: text, burst: burst) }
+        o.rules.rate = rate.map { Rate(count: $0.count, periodMilliseconds: $0.periodMilliseconds, burst: burst) }
         o.rules.breakerThreshold = breaker
         o.rules.coolDown = breakerCooldown
         o.rules.coolDownCap = MsgDuration(milliseconds: breakerCooldown.milliseconds * 20)

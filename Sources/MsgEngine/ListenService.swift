@@ -18,7 +18,7 @@ public struct ListenService {
     /// The deadline of each delivery into `into`.
     public var deadline: MsgDuration
     /// Where to serve the listener's metrics (`--metrics HOST:PORT`), if anywhere.
-    public var metrics: String?
+    public var metrics: MetricsAddress?
 
     private let reporter: Reporter
     private let openWithoutToken: Bool

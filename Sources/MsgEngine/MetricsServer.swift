@@ -31,19 +31,14 @@ public final class MetricsServer: Sendable {
     /// Where it listens, as `HOST:PORT` (the port chosen when 0 was asked).
     public let address: String
 
-    /// Listens on `address` (`HOST:PORT`, IPv4; `:PORT` is 127.0.0.1).
-    /// - Throws: `usage` for an address it cannot read; `unavailable` when it cannot listen.
-    public init(address text: String, render: @escaping @Sendable () throws(MsgError) -> String, reporter: Reporter) throws(MsgError) {
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
-            throw MsgError(.usage, "--metrics \(text): expected HOST:PORT, such as 127.0.0.1:9464")
-        }
-        let host = text[..<colon].isEmpty ? "127.0.0.1" : String(text[..<colon])
+    /// Listens on `listening`.
+    /// - Throws: `unavailable` when it cannot listen.
+    public init(address listening: MetricsAddress, render: @escaping @Sendable () throws(MsgError) -> String, reporter: Reporter) throws(MsgError) {
+        let (text, host, port) = (listening.description, listening.host, listening.port)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
-            throw MsgError(.usage, "--metrics \(text): \(host) is not an IPv4 address")
-        }
+        _ = inet_pton(AF_INET, host, &addr.sin_addr)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw MsgError(.unavailable, "--metrics \(text): cannot make a socket") }
         var one: Int32 = 1

@@ -32,7 +32,7 @@ import Testing
             msg queue count --header =v 2>&1; echo "exit $?"
             """)
         #expect(r.lines == ["5", "6", "1", "4", "5", "1", "failed,down@x", "0",
-                            "msg: --header takes NAME or NAME=VALUE (see msg queue count --help)", "exit 64"], "\(r.out) \(r.err)")
+                            "msg: The value '=v' is invalid for '--header <name[=value]>': expected NAME or NAME=VALUE, the name not empty (see msg queue count --help)", "exit 64"], "\(r.out) \(r.err)")
     }
 
     @Test func actionsChangeExactlyWhatTheFilterMatches() throws {
