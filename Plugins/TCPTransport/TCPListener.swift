@@ -54,6 +54,8 @@ final class TCPListener: Listener, ListenerStatistics {
                 if let full = connections.add(channel, key, peer: peer) {
                     refusals.say("refused a connection from \(peer): \(full)")
                     // Said to the sender too, as a refusal to try again later.
+                    guard RefusingHandler.admit() else { return channel.close() }
+                    channel.closeFuture.whenComplete { _ in RefusingHandler.release() }
                     let reason = full.hasPrefix("it has") ? "this address has" + full.dropFirst(6) : full
                     let line = Wire.helloRefused(MsgError(.unreachable, "at its limit: \(reason)"))
                     return channel.eventLoop.makeCompletedFuture {
