@@ -9,8 +9,9 @@ cd "$MSG_HOME"
 
 # 1. Mail. A stand-in for sendmail that keeps each mail in mail/; msmtp and real
 # sendmail take the same arguments (-i: a lone dot is not the end; -- then the
-# recipient). The body goes on stdin; the header lines are made by a shell from
-# the environment msg sets, never by pasting the record into a command line.
+# recipient). With input=mail msg writes the mail itself (RFC 5322: Message-ID
+# from msg's id, Date, the subject encoded where it is not ASCII); a header that
+# would add lines to the mail's header makes the message dead, never sent altered.
 mkdir -p mail bin
 cat > bin/sendmail <<'SH'
 #!/bin/sh
@@ -21,15 +22,20 @@ cat > "$MAILDIR/$MSG_ID.eml"
 SH
 chmod +x bin/sendmail
 export MAILDIR="$MSG_HOME/mail"
-# The whole pipeline is the shell's one argument; sendmail's path is its $0.
-mailer='exec:/bin/sh -c '"'"'{ printf "To: %s\nSubject: %s\n\n" "$MSG_TO" "$MSG_HEADER_SUBJECT"; cat; } | "$0" -i -- "$MSG_TO"'"'"
-mailer="$mailer $MSG_HOME/bin/sendmail?input=body"
-# The same, shorter, without headers: exec:/usr/sbin/sendmail -i -- …  (or msmtp)
+# The shell only gives sendmail the envelope recipient; its path is its $0.
+mailer='exec:/bin/sh -c '"'"'exec "$0" -i -- "$MSG_TO"'"'"
+mailer="$mailer $MSG_HOME/bin/sendmail?input=mail"
+# The same, without a shell: a two-line script, exec /usr/sbin/sendmail -i -- "$MSG_TO"
 msg compose --to ann@example.com --header Subject="Disk 91% full" --body "on db1" --enqueue > /dev/null
+msg compose --to ann@example.com --header Subject="Grüße aus Köln" --body "Tschüs" --enqueue > /dev/null
 msg compose --to 'nobody; rm -rf ~' --header Subject=test --body "a hostile address" --enqueue > /dev/null
-msg flush --transport "$mailer" > /dev/null || echo "mail: flush exit $? (one message dead)"
-echo "mail: $(ls mail | wc -l) mail sent; dead: $(msg queue ls --status dead | grep -o '"message":"[^"]*"')"
+printf '%s\n' '{"to":"ann@example.com","body":"x","headers":{"Subject":"hi\nBcc: everyone@example.com"}}' | msg compose --enqueue > /dev/null
+msg flush --transport "$mailer" > /dev/null || echo "mail: flush exit $? (two messages dead)"
+echo "mail: $(ls mail | wc -l) mail sent; dead: $(msg queue ls --status dead | grep -o '"message":"[^"]*"' | cut -c1-70)"
 grep -q '^Subject: Disk 91% full$' mail/*.eml
+grep -q '^Subject: =?UTF-8?B?' mail/*.eml
+! grep -q '^Bcc:' mail/*.eml
+[ "$(ls mail | wc -l)" -eq 2 ]
 
 # 2. An HTTP POST through curl, to a webhook receiver on loopback. curl -f exits
 # 22 on an HTTP error, which is not a sysexits code: the wrapper says which
