@@ -61,6 +61,10 @@ final class TCPConnection {
         return promises.map(\.futureResult)
     }
 
+    /// Whether the connection is still up: false once the receiver has closed it
+    /// (a restart, an idle limit) and the close has been seen.
+    var isOpen: Bool { channel.isActive }
+
     func close() {
         channel.close(promise: nil)
     }

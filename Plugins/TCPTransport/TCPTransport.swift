@@ -103,8 +103,13 @@ public final class TCPTransport: Transport {
     }
 
     /// The open connection, or a new one.
+    /// The connection, made anew when there is none or the receiver closed the one
+    /// kept while nothing was being sent (a restart of `msg listen`): a message is
+    /// never sent into a connection known to be closed.
     private func connected() throws(MsgError) -> TCPConnection {
-        if let connection { return connection }
+        if let connection, connection.isOpen { return connection }
+        connection?.close()
+        connection = nil
         let fresh = try TCPConnection(address, group: group)
         connection = fresh
         return fresh

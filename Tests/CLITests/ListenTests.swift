@@ -52,6 +52,44 @@ import Testing
         #expect(stopped.status == 0 && stopped.stderr.contains("stopping (SIGTERM)"), "\(stopped)")
     }
 
+    /// `flush --watch` keeps its connection between messages; when the receiver is
+    /// restarted meanwhile, the next message goes over a new connection at its first
+    /// attempt, not into the closed one (which failed it, to be retried after backoff).
+    @Test func aWatchSendsThroughARestartedReceiverAtTheFirstAttempt() throws {
+        let s = try Sandbox()
+        let first = try ListenerProcess(s, ["--into", "file:\(s.home)/inbox"])
+        let port = first.port
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
+        watch.arguments = ["flush", "--watch", "--transport", "tcp://127.0.0.1:\(port)"]
+        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
+        watch.standardInput = FileHandle.nullDevice
+        watch.standardOutput = FileHandle.nullDevice
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL); watch.waitUntilExit() } }
+        func delivered(_ n: Int) -> Bool {
+            let until = Date().addingTimeInterval(20)
+            while Date() < until {
+                if inbox(s).count >= n { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+        let one = try enqueue(s, 1)
+        #expect(delivered(1), "the first message arrived")
+        #expect(first.stop().status == 0)
+        let second = try ListenerProcess(s, address: "tcp://127.0.0.1:\(port)", ["--into", "file:\(s.home)/inbox"])
+        let two = try enqueue(s, 1)
+        #expect(delivered(2), "the second message arrived through the restarted receiver")
+        kill(watch.processIdentifier, SIGTERM)
+        watch.waitUntilExit()
+        _ = second.stop()
+        #expect(onceEach(inbox(s), one + two) == "")
+        let events = try s.sh("msg queue ls --history | grep -o '\"event\":\"[a-z]*\"' | sort | uniq -c | tr -s ' '")
+        #expect(events.lines == [" 2 \"event\":\"attempt\"", " 2 \"event\":\"queued\"", " 2 \"event\":\"sent\""], "one attempt each, none failed: \(events.out)")
+    }
+
     @Test func aClientKilledMidLineDeliversNothingOfIt() throws {
         let s = try Sandbox()
         let listener = try ListenerProcess(s)
