@@ -184,6 +184,13 @@ final class ReceiverHandler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Nothing read for the listener's idle limit (`idle=`): closed when nothing is
+        // owed, so idle connections cannot hold its descriptors; a sender makes a new
+        // one for its next record.
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
+            if answers.isEmpty && !inputDone { context.close(promise: nil) }
+            return
+        }
         if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
             // The peer is done sending, or the listener is stopping: answer what is in
             // flight, then close.

@@ -9,13 +9,16 @@ import MsgSupport
 /// Parameters: `token` or `token_file` (both sides: the secret, or a file holding it
 /// that only its owner can read, so the secret is in neither argv nor the
 /// environment), `window` (records in flight, client, default 128),
-/// `connect_timeout` (client, default 3s).
+/// `connect_timeout` (client, default 3s), `idle` (listener: a connection that
+/// sends nothing for this long, with nothing to answer, is closed; default 5m; a
+/// sender makes a connection unused for a minute anew, so keep it above that).
 struct TCPAddress: Sendable {
     var host: String
     var port: Int
     var token: String?
     var window = 128
     var connectTimeout = MsgDuration.seconds(3)
+    var idle = MsgDuration.seconds(300)
 
     /// - Throws: `config` naming what is wrong.
     init(_ url: PluginURL, listening: Bool) throws(MsgError) {
@@ -54,8 +57,13 @@ struct TCPAddress: Sendable {
                 window = n
             case "connect_timeout" where !listening:
                 connectTimeout = try MsgDuration(parsing: value)
+            case "idle" where listening:
+                do throws(MsgError) { idle = try MsgDuration(parsing: value) } catch {
+                    throw MsgError(.config, "'\(url.text)': idle=\(value): \(error.message)")
+                }
+                guard idle.milliseconds >= 100 else { throw MsgError(.config, "'\(url.text)': idle=\(value) is shorter than 100ms") }
             default:
-                let known = listening ? "token, token_file" : "token, token_file, window, connect_timeout"
+                let known = listening ? "token, token_file, idle" : "token, token_file, window, connect_timeout"
                 throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known)")
             }
         }

@@ -41,7 +41,7 @@ final class TCPListener: Listener, ListenerStatistics {
     }
 
     func start() throws(MsgError) -> String {
-        let (deliverer, token, maxLine) = (self.deliverer, address.token, context.maxLineBytes)
+        let (deliverer, token, maxLine, idle) = (self.deliverer, address.token, context.maxLineBytes, address.idle)
         let (connections, refusals) = (self.connections, self.refusals)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -64,6 +64,7 @@ final class TCPListener: Listener, ListenerStatistics {
                 }
                 channel.closeFuture.whenComplete { _ in connections.remove(key, peer: peer) }
                 return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .milliseconds(idle.milliseconds)))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxBytes: maxLine)))
                     try channel.pipeline.syncOperations.addHandler(ReceiverHandler(
                         deliverer: deliverer, token: token, maxLineBytes: maxLine, peer: peer, refusals: refusals,

@@ -13,6 +13,12 @@ public final class TCPTransport: Transport {
     private let address: TCPAddress
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var connection: TCPConnection?
+    /// When the connection was last handed out: one kept unused for ``reuseLimit``
+    /// is made anew rather than raced against the receiver's idle limit (msg listen's
+    /// `idle=`, 5 minutes by default), which could close it just as a record goes out.
+    private var lastUsed = NIODeadline.now()
+    /// How long an unused connection is kept.
+    static let reuseLimit = TimeAmount.seconds(60)
 
     /// - Throws: `config` for a URL that is not `tcp://HOST:PORT`.
     public init(url: PluginURL) throws(MsgError) {
@@ -107,7 +113,9 @@ public final class TCPTransport: Transport {
     /// kept while nothing was being sent (a restart of `msg listen`): a message is
     /// never sent into a connection known to be closed.
     private func connected() throws(MsgError) -> TCPConnection {
-        if let connection, connection.isOpen { return connection }
+        let now = NIODeadline.now()
+        defer { lastUsed = now }
+        if let connection, connection.isOpen, now - lastUsed < Self.reuseLimit { return connection }
         connection?.close()
         connection = nil
         let fresh = try TCPConnection(address, group: group)

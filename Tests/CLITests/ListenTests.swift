@@ -52,6 +52,31 @@ import Testing
         #expect(stopped.status == 0 && stopped.stderr.contains("stopping (SIGTERM)"), "\(stopped)")
     }
 
+    /// `idle=`: a connection that sends nothing for that long, with nothing owed to
+    /// it, is closed, whether it never spoke or was answered; one that keeps sending
+    /// stays open; a bad value is a configuration error.
+    @Test func idleConnectionsAreClosedAfterTheIdleLimit() throws {
+        let s = try Sandbox()
+        let listener = try ListenerProcess(s, address: "tcp://127.0.0.1:0?idle=500ms", ["--into", "file:\(s.home)/inbox"])
+        let silent = try LineClient(port: listener.port)
+        let answered = try LineClient(port: listener.port)
+        let one = try record(s)
+        try answered.send(one + "\n")
+        #expect(silent.closedByPeer(within: 10), "a silent connection is closed")
+        #expect(answered.closedByPeer(within: 10), "an answered one, once idle, is closed")
+        #expect(inbox(s).count == 1, "what it sent was delivered")
+        // One that sends more often than the limit, for twice the limit, stays open.
+        let busy = try LineClient(port: listener.port)
+        for _ in 0..<5 {
+            try busy.send(one + "\n")
+            usleep(200_000)
+            #expect(busy.isOpen(), "a connection in use stays open")
+        }
+        _ = listener.stop()
+        let bad = try s.sh("msg listen 'tcp://127.0.0.1:0?idle=5' --into file:inbox 2>&1; echo \"exit $?\"")
+        #expect(bad.lines.last == "exit 78" && bad.out.contains("idle"), "\(bad.out)")
+    }
+
     /// `flush --watch` keeps its connection between messages; when the receiver is
     /// restarted meanwhile, the next message goes over a new connection at its first
     /// attempt, not into the closed one (which failed it, to be retried after backoff).

@@ -100,6 +100,30 @@ final class LineClient {
         return bytes.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Whether the receiver closes the connection within `seconds` (what it sends is
+    /// read and dropped); false when it is still open then.
+    func closedByPeer(within seconds: Int) -> Bool {
+        var limit = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n == 0 { return true }
+            if n < 0 { return false }
+        }
+    }
+
+    /// Whether the connection is still open: what the receiver sent is read and
+    /// dropped, without waiting for more.
+    func isOpen() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n == 0 { return false }
+            if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK }
+        }
+    }
+
     /// The answer objects, parsed.
     func answers() throws -> [JSONValue] { try readAll().map { try JSONParser.parse($0) } }
 }
