@@ -108,10 +108,10 @@ public final class TCPTransport: Transport {
         return answers
     }
 
-    /// The open connection, or a new one.
-    /// The connection, made anew when there is none or the receiver closed the one
-    /// kept while nothing was being sent (a restart of `msg listen`): a message is
-    /// never sent into a connection known to be closed.
+    /// The open connection, made anew when there is none, when the receiver closed
+    /// the one kept while nothing was being sent (a restart of `msg listen`), or when
+    /// it has not been used for ``reuseLimit``: a record is never sent into a
+    /// connection known to be closed.
     private func connected() throws(MsgError) -> TCPConnection {
         let now = NIODeadline.now()
         defer { lastUsed = now }
