@@ -98,8 +98,8 @@ enum PostgresTally {
         }
     }
 
-    /// Adds each figure of `t` to its row of `tallies`, dropping record counts that
-    /// reach zero.
+    /// Adds each figure of `t` to its row of `tallies`, then drops the record counts
+    /// that reached zero (one range of the key, once a fold).
     static func upsert(_ t: Tally, _ db: BlockingConnection) throws(MsgError) {
         let s = db.address.schema
         var kinds: [String] = [], a: [String] = [], bs: [String] = [], n: [Int64] = []
@@ -110,13 +110,10 @@ enum PostgresTally {
         var b = PostgresBindings()
         b.append(kinds); b.append(a); b.append(bs); b.append(n)
         try db.query(PostgresQuery(unsafeSQL: """
-            WITH up AS (
-                INSERT INTO \(s).tallies (kind, a, b, n) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[])
-                ON CONFLICT (kind, a, b) DO UPDATE SET n = \(s).tallies.n + excluded.n
-                RETURNING kind, a, b, n)
-            DELETE FROM \(s).tallies AS t USING up
-            WHERE up.kind = 'm' AND up.n = 0 AND t.kind = up.kind AND t.a = up.a AND t.b = up.b
+            INSERT INTO \(s).tallies (kind, a, b, n) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[])
+            ON CONFLICT (kind, a, b) DO UPDATE SET n = \(s).tallies.n + excluded.n
             """, binds: b), "counting messages")
+        try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(s).tallies WHERE kind = 'm' AND n = 0"), "counting messages")
     }
 
     /// Counts every record afresh, in the caller's transaction (the migration's):
