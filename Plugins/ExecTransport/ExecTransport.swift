@@ -91,37 +91,31 @@ public final class ExecTransport: Transport {
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         // A value the environment cannot hold whole is refused, never cut short;
         // so is a record that does not make mail whole (input=mail).
-        var inputs: [[UInt8]] = []
-        let environments = records.map { (record) -> Result<[String], MsgError> in
-            let env = environment(for: record.message)
-            guard case .success = env else { return env }
-            switch standardInput(record) {
-            case .success(let bytes):
-                inputs.append(bytes)
-                return env
-            case .failure(let error): return .failure(error)
-            }
-        }
+        var refusals: [MsgError?] = []
         var jobs: [ProcessPool.Job] = []
-        for (environment, bytes) in zip(environments.compactMap { try? $0.get() }, inputs) {
-            jobs.append(ProcessPool.Job(argv: argv, environment: environment, input: bytes))
+        for record in records {
+            do throws(MsgError) {
+                let environment = try environment(for: record.message).get()
+                jobs.append(ProcessPool.Job(argv: argv, environment: environment, input: try standardInput(record)))
+                refusals.append(nil)
+            } catch {
+                refusals.append(error)
+            }
         }
         var ends = pool.run(jobs, deadline: max(1, deadline.milliseconds)).makeIterator()
-        return environments.map { environment in
-            switch environment {
-            case .failure(let error): return .failed(error, retryAfter: nil)
-            case .success: return ExitClassifier.outcome(ends.next()!, command: argv[0], deadline: deadline)
-            }
+        return refusals.map { refusal in
+            if let refusal { return .failed(refusal, retryAfter: nil) }
+            return ExitClassifier.outcome(ends.next()!, command: argv[0], deadline: deadline)
         }
     }
 
-    /// What the command reads for `record`, or why it cannot be sent whole.
-    func standardInput(_ record: EncodedMessage) -> Result<[UInt8], MsgError> {
+    /// What the command reads for `record`. - Throws: `rejected` when it cannot be
+    /// sent whole (``MailText/render(_:from:lineEnding:)``).
+    func standardInput(_ record: EncodedMessage) throws(MsgError) -> [UInt8] {
         switch input {
-        case .record: return .success(record.deliveredJSON + [10])
-        case .body: return .success(Array(record.message.body.utf8))
-        case .mail:
-            do throws(MsgError) { return .success(try MailText.render(record.message)) } catch { return .failure(error) }
+        case .record: record.deliveredJSON + [10]
+        case .body: Array(record.message.body.utf8)
+        case .mail: try MailText.render(record.message)
         }
     }
 

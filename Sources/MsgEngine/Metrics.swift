@@ -107,26 +107,19 @@ public struct Metrics {
                     if f.oldestDue.map({ m.createdAt < $0 }) ?? true { f.oldestDue = m.createdAt }
                 }
             }
-            var previous: Status?
-            var sentSeen = false
-            for e in m.history {
-                if previous == .sending, e.status != .sending {
-                    let outcome = e.status.rawValue
-                    f.attempts[outcome, default: [:]][e.error?.code ?? "", default: 0] += 1
-                    switch e.status {
-                    case .sent, .delivered, .read: f.deliveries[destination, default: 0] += 1
-                    case .failed, .dead: f.failures[destination, default: 0] += 1
-                    default: break
-                    }
-                    if e.status == .sent, !sentSeen {
-                        let ms = max(0, e.at.milliseconds - m.createdAt.milliseconds)
-                        let seconds = Double(ms) / 1000
-                        f.latency[Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count] += 1
-                        f.latencySum += Int(ms)
-                    }
+            // The attempts as a store that counts counts them, by destination key.
+            Tally.forEachAttempt(in: m) { (e, firstSend) in
+                f.attempts[e.status.rawValue, default: [:]][e.error?.code ?? "", default: 0] += 1
+                switch e.status {
+                case .sent, .delivered, .read: f.deliveries[destination, default: 0] += 1
+                case .failed, .dead: f.failures[destination, default: 0] += 1
+                default: break
                 }
-                if e.status == .sent { sentSeen = true }
-                previous = e.status
+                if firstSend {
+                    let ms = Tally.sendTime(e, of: m)
+                    f.latency[Tally.latencyBucket(milliseconds: ms)] += 1
+                    f.latencySum += ms
+                }
             }
             return true
         }

@@ -148,13 +148,33 @@ public struct Tally: Sendable, Equatable {
     /// The counters of each attempt `m`'s history keeps (not the record itself: see
     /// ``added(_:)``), for a store that counts what it already holds.
     public mutating func attempts(in m: Message) {
+        Self.forEachAttempt(in: m) { (e, firstSend) in attempt(e, of: m, first: firstSend) }
+    }
+
+    /// Calls `body` with the event that ended each attempt `m`'s history keeps (the
+    /// first event after a run of `sending` ones), and whether it is the first send of
+    /// the message (the one ``Kind/latency`` times), in order: the one reading of
+    /// a history, for a store that counts and for a count read from the records.
+    public static func forEachAttempt(in m: Message, _ body: (Message.Event, Bool) -> Void) {
         var previous: Status?
         var sentSeen = false
         for e in m.history {
-            if previous == .sending, e.status != .sending { attempt(e, of: m, first: !sentSeen) }
+            if previous == .sending, e.status != .sending { body(e, e.status == .sent && !sentSeen) }
             if e.status == .sent { sentSeen = true }
             previous = e.status
         }
+    }
+
+    /// Milliseconds from `m`'s creation to event `e` (0 when the clock went back).
+    public static func sendTime(_ e: Message.Event, of m: Message) -> Int {
+        Int(max(0, e.at.milliseconds - m.createdAt.milliseconds))
+    }
+
+    /// The ``Kind/latency`` bucket of a send `ms` milliseconds after creation: the
+    /// index of the first of ``latencyBounds`` not below it, their count above all.
+    public static func latencyBucket(milliseconds ms: Int) -> Int {
+        let seconds = Double(ms) / 1000
+        return latencyBounds.firstIndex { seconds <= $0 } ?? latencyBounds.count
     }
 
     /// The attempt that ended in `m`'s last change: the event after its last `sending` one.
@@ -182,10 +202,9 @@ public struct Tally: Sendable, Equatable {
         default: break
         }
         if e.status == .sent, first {
-            let ms = max(0, e.at.milliseconds - m.createdAt.milliseconds)
-            let seconds = Double(ms) / 1000
-            add(1, to: Key(.latency, Self.bucketNames[Self.latencyBounds.firstIndex { seconds <= $0 } ?? Self.latencyBounds.count]))
-            add(Int(ms), to: Key(.latencySum, ""))
+            let ms = Self.sendTime(e, of: m)
+            add(1, to: Key(.latency, Self.bucketNames[Self.latencyBucket(milliseconds: ms)]))
+            add(ms, to: Key(.latencySum, ""))
         }
     }
 }
