@@ -27,6 +27,13 @@ final class DestinationPlanner: ClaimPlanner {
     /// Probes in flight with a live sender, by id, as found in this claim.
     private var liveProbes: [String: Bool] = [:]
     private var session: (any ClaimSession)?
+    /// The session's destination locks, when processes claim on the store at once
+    /// (``DestinationLocks``): keys this claim holds, keys another claim holds, and
+    /// keys the store could not grant (the claim stops before them).
+    private var locks: (any DestinationLocks)?
+    private var reserved: Set<String> = []
+    private var lockedElsewhere: Set<String> = []
+    private var unreserved: Set<String> = []
     /// Whether any destination has a state (most queues: none); states are read only then.
     private var hasStates = true
 
@@ -56,19 +63,28 @@ final class DestinationPlanner: ClaimPlanner {
 
     func begin(_ session: any ClaimSession) throws(MsgError) {
         self.session = session
+        // With every message its own destination there is no order to keep.
+        locks = rules.key == .id ? nil : session as? any DestinationLocks
         hasStates = !lessons.isEmpty
         if !hasStates { hasStates = try session.hasStates() }
         // Records in flight elsewhere hold their destinations (one at a time, in
         // every process); nil: nobody else changed the queue since the last claim.
-        if let inFlight = try session.inFlight() {
-            var busy: [String: String] = [:]
-            for r in inFlight where !own.contains(r.id) {
-                let key = rules.key == .recipient ? r.to : (try session.record(r.id)).map { rules.key.of($0.message) } ?? r.to
-                busy[r.id] = key
-            }
-            scan.foreign = busy
+        // Where claims run at once, they are read per destination once it is held
+        // (a read of them all first was measured 9-11% slower on PostgreSQL).
+        if locks != nil {
+            scan.foreign = [:]
+        } else if let inFlight = try session.inFlight() {
+            scan.foreign = try destinations(of: inFlight)
         }
-        // What the run's outcomes taught, into the stored states.
+        // What the run's outcomes taught, into the stored states: their keys are
+        // held first (waiting for a claim elsewhere that has one), then read.
+        // (A claim of destinations says so here, with no keys if there are none.)
+        if let locks {
+            var keys: [String] = []
+            var seen = Set<String>()
+            for (key, _) in lessons where seen.insert(key).inserted { keys.append(key) }
+            try reserve(keys, wait: true, locks)
+        }
         try load(Set(lessons.map(\.key)))
         for (key, lesson) in lessons {
             var s = states[key] ?? DestinationState()
@@ -90,9 +106,26 @@ final class DestinationPlanner: ClaimPlanner {
     }
 
     func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
+        if let locks {
+            // The destinations of this chunk not decided yet, held before their states
+            // and records in flight are read (those reads then see what the claims
+            // that held them before committed).
+            var keys: [String] = []
+            var seen = Set<String>()
+            for row in rows where !row.record.message.isDamaged {
+                let key = rules.key.of(row.record.message)
+                if reserved.contains(key) || lockedElsewhere.contains(key) || unreserved.contains(key)
+                    || scan.held[key] != nil || scan.foreignKeys.contains(key) { continue }
+                if seen.insert(key).inserted { keys.append(key) }
+            }
+            if !keys.isEmpty { try reserve(keys, wait: false, locks) }
+        }
         if hasStates || rules.rate != nil {
             var keys = Set<String>()
-            for row in rows { keys.insert(rules.key.of(row.record.message)) }
+            for row in rows {
+                let key = rules.key.of(row.record.message)
+                if locks == nil || reserved.contains(key) { keys.insert(key) }
+            }
             try load(keys)
         }
         return try rows.map { (row) throws(MsgError) -> ClaimAnswer in try consider(row) }
@@ -114,6 +147,16 @@ final class DestinationPlanner: ClaimPlanner {
         if !scan.held.isEmpty, let held = scan.held[key] {
             scan.hold(key, held, counting: true)
             return .skip
+        }
+        if locks != nil {
+            // Another claim has it now: as if in flight there.
+            if lockedElsewhere.contains(key) {
+                scan.hold(key, .busy, counting: true)
+                return .skip
+            }
+            // The store holds as many destinations as it can: the rest wait for the
+            // next claim, in their order.
+            if unreserved.contains(key) { return .stop }
         }
         var taken = 0
         if let room {
@@ -156,6 +199,34 @@ final class DestinationPlanner: ClaimPlanner {
             faults.pass(.beforeSending)
             originals[m.id] = r
             return .take(EncodedMessage(updating: r, to: x))
+        }
+    }
+
+    /// Destinations of records in flight in other processes, by id: the recipient,
+    /// or the key read from the record.
+    private func destinations(of inFlight: [InFlight]) throws(MsgError) -> [String: String] {
+        var busy: [String: String] = [:]
+        for r in inFlight where !own.contains(r.id) {
+            let key = rules.key == .recipient ? r.to : (try session?.record(r.id)).flatMap { $0 }.map { rules.key.of($0.message) } ?? r.to
+            busy[r.id] = key
+        }
+        return busy
+    }
+
+    /// Holds `keys` in the store for this claim (``DestinationLocks``), then takes the
+    /// records in flight to the keys granted as they stand now.
+    private func reserve(_ keys: [String], wait: Bool, _ locks: any DestinationLocks) throws(MsgError) {
+        let r = try locks.reserve(keys, wait: wait, keysAreRecipients: rules.key == .recipient)
+        reserved.formUnion(r.granted)
+        lockedElsewhere.formUnion(r.busy)
+        for key in keys where !r.granted.contains(key) && !r.busy.contains(key) { unreserved.insert(key) }
+        let fresh = try destinations(of: r.inFlight)
+        if rules.key == .recipient {
+            var foreign = scan.foreign.filter { !r.granted.contains($0.value) }
+            for (id, key) in fresh where r.granted.contains(key) { foreign[id] = key }
+            scan.foreign = foreign
+        } else {
+            scan.foreign = fresh
         }
     }
 

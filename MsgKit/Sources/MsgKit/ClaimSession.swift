@@ -1,6 +1,7 @@
 /// One claim's atomic step in a store (``Store/claimSession(_:)``): no other
-/// process changes the queue between the first read and the commit, and what is
-/// stored through ``store(_:states:)`` is committed together when the step ends.
+/// process changes the queue between the first read and the commit (or, for a
+/// session that is also ``DestinationLocks``, the destinations it holds), and what
+/// is stored through ``store(_:states:)`` is committed together when the step ends.
 ///
 /// A store implements these reads and one write; the claim itself, the same for
 /// every store, is ``ClaimLoop``.

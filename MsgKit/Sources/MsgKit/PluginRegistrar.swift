@@ -30,16 +30,17 @@ public final class PluginRegistrar {
     /// 6.0: one claim (``Store/claimSession(_:)`` with the loop in ``ClaimLoop``),
     /// destination states read per key, records re-encoded by splicing
     /// (``RecordLayout``), the toolbox moved out to MsgSupport.
-    /// 7.0: stores that count (``Store/counts(now:excluding:)``, ``Tally``).
+    /// 7.0: stores that count (``Store/counts(now:excluding:)``, ``Tally``);
+    /// 7.1 claims that lock destinations, not the store (``DestinationLocks``).
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 7
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 0
+    public static let abiMinor: UInt32 = 1
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 7 << 16 | 0 }
+    @inlinable public static var compiledABIVersion: UInt32 { 7 << 16 | 1 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.

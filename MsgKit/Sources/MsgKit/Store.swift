@@ -73,9 +73,10 @@ public protocol Store: AnyObject {
     /// - Throws: `storeIO`, `corrupt`.
     func remove(_ removals: [Removal]) throws(MsgError) -> [Bool]
 
-    /// Runs `body` as one atomic step that no other process interleaves with: what
-    /// it stores through the session is committed, durably, when it returns, and
-    /// nothing when it throws.
+    /// Runs `body` as one atomic step that no other process interleaves with (or,
+    /// where the session conforms to ``DestinationLocks``, none on the destinations it
+    /// holds): what it stores through the session is committed, durably, when it
+    /// returns, and nothing when it throws.
     /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
     func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R
 

@@ -1,0 +1,194 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MsgEngine
+import MsgKit
+import MsgKitTesting
+import Testing
+
+/// A SQLite store whose claims hold destinations as the PostgreSQL store's do
+/// (``DestinationLocks``), with what another claim would hold made up by the test:
+/// the claim's side of claims that run at once, without a server.
+final class LockingStore: Store {
+    let inner: any Store
+    /// Keys another claim holds.
+    var elsewhere: Set<String> = []
+    /// The most keys one claim may hold.
+    var most = Int.max
+    /// Records another process has in flight, told once a claim holds their recipient.
+    var inFlightElsewhere: [InFlight] = []
+    /// Every call: the keys asked for, whether it waited, whether they were recipients.
+    private(set) var reservations: [(keys: [String], wait: Bool, keysAreRecipients: Bool)] = []
+
+    init(_ inner: any Store) { self.inner = inner }
+
+    func reserve(_ keys: [String], wait: Bool, keysAreRecipients: Bool, held: inout Int) -> Reservation {
+        reservations.append((keys, wait, keysAreRecipients))
+        var r = Reservation(granted: [], busy: [], inFlight: [])
+        for key in keys {
+            if wait || (!elsewhere.contains(key) && held < most) {
+                r.granted.insert(key)
+                held += 1
+            } else if elsewhere.contains(key) {
+                r.busy.insert(key)
+            }
+        }
+        r.inFlight = keysAreRecipients ? inFlightElsewhere.filter { r.granted.contains($0.to) } : inFlightElsewhere
+        return r
+    }
+
+    func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
+    func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
+    func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
+    func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
+        try inner.listJSON(query, includeHistory: includeHistory, body)
+    }
+    func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
+    func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
+    func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try inner.remove(removals) }
+    func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+        try inner.claimSession { (session) throws(MsgError) -> R in try body(LockingSession(session, self)) }
+    }
+    func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
+    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? { try inner.nextDue(statuses, after: now) }
+    func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? { try inner.counts(now: now, excluding: excluded) }
+}
+
+/// The inner store's session, with the made-up locks of ``LockingStore``.
+final class LockingSession: DestinationLocks {
+    let inner: any ClaimSession
+    let store: LockingStore
+    var held = 0
+
+    init(_ inner: any ClaimSession, _ store: LockingStore) {
+        self.inner = inner
+        self.store = store
+    }
+
+    func reserve(_ keys: [String], wait: Bool, keysAreRecipients: Bool) throws(MsgError) -> Reservation {
+        store.reserve(keys, wait: wait, keysAreRecipients: keysAreRecipients, held: &held)
+    }
+    /// Every record in flight, so the claim reads its destinations again only through
+    /// the reservation (a store on which others claim at once cannot say "unchanged").
+    func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() ?? [] }
+    func record(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.record(id) }
+    func hasStates() throws(MsgError) -> Bool { try inner.hasStates() }
+    func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try inner.states(keys) }
+    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
+        try inner.candidates(query, after: position, skipping: skipping, limit: limit)
+    }
+    func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] { try inner.store(changes, states: states) }
+}
+
+/// The planner on a store where claims run at once: it holds each destination
+/// before it takes from it, leaves those another claim holds, stops where the
+/// store can hold no more, and waits only for the destinations of its lessons.
+@Suite struct DestinationLockTests {
+    let loader = PluginLoader()
+
+    /// A store with `perDestination` messages to each of `destinations`, in turn.
+    func store(_ destinations: [String], perDestination: Int) throws -> LockingStore {
+        let inner = try loader.openStore("sqlite:\(temporaryDirectory())/q.sqlite")
+        var n = 0
+        var records: [EncodedMessage] = []
+        for round in 0..<perDestination {
+            for to in destinations {
+                n += 1
+                records.append(EncodedMessage(Fixtures.message(n, to: to, createdOffset: Int64(round * 10 + n))))
+            }
+        }
+        _ = try inner.add(records)
+        return LockingStore(inner)
+    }
+
+    func flush(_ store: any Store, transport: String = "stdout:", rules: DeliveryRules = DeliveryRules()) throws -> Flusher.Summary {
+        var options = Flusher.Options()
+        options.rules = rules
+        options.maxWait = MsgDuration(milliseconds: 0)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let t = transport.contains("?") ? "\(transport)&fd=\(devNull)" : "\(transport)?fd=\(devNull)"
+        return try Flusher(store: store, transport: try loader.openTransport(t), policy: RetryPolicy(), options: options,
+                           faults: try FaultPoints(environment: nil),
+                           console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
+                           clock: { .now() }, unit: { 0.5 }).run()
+    }
+
+    func statuses(_ store: any Store) throws -> [String: [Status]] {
+        var out: [String: [Status]] = [:]
+        try store.list(Query()) { (r) throws(MsgError) -> Bool in
+            out[r.message.to, default: []].append(r.message.status)
+            return true
+        }
+        return out
+    }
+
+    @Test func aDestinationAnotherClaimHoldsIsLeftWholeAndTheOthersAreSent() throws {
+        let store = try store(["a", "b", "c"], perDestination: 3)
+        store.elsewhere = ["b"]
+        let summary = try flush(store)
+        #expect(summary.sent == 6)
+        let found = try statuses(store)
+        #expect(found["a"] == [.sent, .sent, .sent] && found["c"] == [.sent, .sent, .sent])
+        #expect(found["b"] == [.queued, .queued, .queued], "none of b taken, not even the ones behind its head")
+        #expect(store.reservations.allSatisfy { !$0.wait || $0.keys.isEmpty }, "a claim with no lessons never waits")
+        #expect(store.reservations.first?.keys == [], "a claim says first that it holds destinations: \(store.reservations)")
+        #expect(store.reservations.dropFirst().first?.keys == ["a", "b", "c"], "held in the order the claim met them: \(store.reservations)")
+    }
+
+    @Test func aClaimStopsWhereTheStoreCanHoldNoMoreAndTheNextGoesOn() throws {
+        let store = try store(["a", "b", "c", "d"], perDestination: 2)
+        store.most = 1
+        let summary = try flush(store)
+        #expect(summary.sent == 8, "every message sent, one destination a claim")
+        #expect(try statuses(store).values.allSatisfy { $0 == [.sent, .sent] })
+        let granted = store.reservations.filter { !$0.keys.isEmpty }
+        #expect(granted.count >= 4, "at least a claim per destination: \(store.reservations)")
+    }
+
+    @Test func destinationsByHeaderAreHeldByTheirValueAndAllInFlightIsReadAgain() throws {
+        let store = try store(["a"], perDestination: 3)
+        store.elsewhere = ["2"]
+        var rules = DeliveryRules()
+        rules.key = .header("x-seq")
+        let summary = try flush(store, rules: rules)
+        #expect(summary.sent == 2)
+        #expect(try store.get(Fixtures.message(2, to: "a").id)?.message.status == .queued, "the message whose x-seq another claim holds")
+        #expect(store.reservations.contains { $0.keys == ["1", "2", "3"] && !$0.keysAreRecipients }, "\(store.reservations)")
+    }
+
+    @Test func withEveryMessageItsOwnDestinationNothingIsHeld() throws {
+        let store = try store(["a", "b"], perDestination: 2)
+        store.elsewhere = ["a", "b"]
+        var rules = DeliveryRules()
+        rules.key = .id
+        #expect(try flush(store, rules: rules).sent == 4)
+        #expect(store.reservations.isEmpty, "no order to keep, nothing to hold: \(store.reservations)")
+    }
+
+    @Test func aDestinationFoundInFlightOnceHeldIsNotTaken() throws {
+        let store = try store(["a", "b"], perDestination: 2)
+        // Another process's claim of b committed before this one held b: only the
+        // read after the reservation sees it.
+        store.inFlightElsewhere = [InFlight(id: "0190a000-0000-7000-8000-00000000ffff", to: "b")]
+        let summary = try flush(store)
+        #expect(summary.sent == 2)
+        let found = try statuses(store)
+        #expect(found["a"] == [.sent, .sent] && found["b"] == [.queued, .queued])
+    }
+
+    @Test func theLessonsOfOutcomesAreHeldWaitingBeforeTheirStatesAreWritten() throws {
+        let store = try store(["a", "b"], perDestination: 1)
+        let summary = try flush(store, transport: "stdout:?fail_ids=\(Fixtures.message(1, to: "a").id)")
+        #expect(summary.sent == 1 && summary.deferred == 1)
+        let waited = store.reservations.filter { $0.wait && !$0.keys.isEmpty }
+        #expect(waited.map(\.keys) == [["a"]], "the failure's destination, held waiting: \(store.reservations)")
+        #expect(try store.destinationStates(["a"])["a"] != nil, "its failure counted in its state")
+    }
+
+    @Test func aSuspensionHoldsItsDestinationWaiting() throws {
+        let store = try store(["a"], perDestination: 1)
+        _ = try Destinations(store: store).suspend("a", until: nil, reason: "maintenance")
+        #expect(store.reservations.count == 1 && store.reservations[0].keys == ["a"] && store.reservations[0].wait)
+    }
+}
