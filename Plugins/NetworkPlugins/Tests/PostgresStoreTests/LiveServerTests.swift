@@ -93,8 +93,9 @@ final class Workers: @unchecked Sendable {
         }
     }
 
-    /// A schema 2 queue (schema 3 without its counts, the version set back) is
-    /// brought to 3 by the first store opened for writing, which counts what it
+    /// A schema 2 queue (schema 4 without its counts and its index of the records in
+    /// flight, the version set back) is brought to 4 by the first store opened for
+    /// writing, which counts what it
     /// holds: records by status and waiting ones by recipient, and the attempts
     /// their histories keep; a store opened for reading before that is refused.
     @Test func aVersion2SchemaIsCountedWhenMigrated() throws {
@@ -112,7 +113,8 @@ final class Workers: @unchecked Sendable {
         _ = try store.add(records)
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
-        for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "UPDATE \(schema).msg_schema SET version = 2"] {
+        for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "DROP INDEX \(schema).messages_sending",
+                    "UPDATE \(schema).msg_schema SET version = 2"] {
             try db.query(PostgresQuery(unsafeSQL: sql), "test")
         }
         #expect(throws: MsgError.self) { try TestServer.open(url, access: .read) }
@@ -127,6 +129,8 @@ final class Workers: @unchecked Sendable {
         #expect(counts.tally[.init(.attempts, "sent", "")] == 5)
         #expect(counts.tally[.init(.messages, "", "sent")] == 5)
         #expect(counts.tally[.init(.messages, "r1@x", "failed")] == 2)
+        let index = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).messages_sending') IS NOT NULL"), "test")
+        #expect(try index.first?.decode(Bool.self) == true, "schema 4's index of the records in flight")
     }
 
     /// Past 512 log rows the writer that appends the last folds the log into
