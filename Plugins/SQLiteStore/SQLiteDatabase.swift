@@ -143,6 +143,20 @@ final class SQLiteDatabase {
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up
     /// front, so two writers wait for each other instead of failing on upgrade.
     /// Commits when `body` returns, rolls back when it throws.
+    /// Runs `body`'s reads in one read transaction (`BEGIN DEFERRED`): one snapshot,
+    /// also for a store opened for reading.
+    func snapshot<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        try execute("BEGIN DEFERRED", what)
+        do throws(MsgError) {
+            let result = try body()
+            try execute("COMMIT", what)
+            return result
+        } catch {
+            _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            throw error
+        }
+    }
+
     func transaction<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only (while \(what))") }
         try execute("BEGIN IMMEDIATE", what)

@@ -29,7 +29,9 @@ import MsgKit
 ///   inserts into a large b-tree).
 ///
 /// Schema 5 adds `tallies`, what the store counts with every change (``SQLiteTally``),
-/// so that metrics and per-destination counts read no record.
+/// so that metrics and per-destination counts read no record; schema 6
+/// `created_minutes`, the records by status and creation minute (``SQLiteAges``), so
+/// that `queue stats` reads none either.
 ///
 /// Schema 4 keeps dead and held records out of the open ones: a million dead after
 /// an outage cost a flush nothing (a flush of ten past them: 214 ms in schema 3,
@@ -42,7 +44,7 @@ import MsgKit
 /// mock 0.58x, with 5,000 recipients).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 5
+    static let current: Int64 = 6
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -109,6 +111,9 @@ enum SQLiteSchema {
         """,
         // Version 5: the counts (``SQLiteTally``), filled from the records by ``migrate(_:)``.
         SQLiteTally.tables,
+        // Version 6: the records by status and creation minute (``SQLiteAges``), filled
+        // by ``migrate(_:)`` with the counts.
+        SQLiteAges.table,
     ]
 
     /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and
@@ -150,7 +155,11 @@ enum SQLiteSchema {
             for step in Int(version)..<Int(current) {
                 try db.execute(migrations[step], "migrating the schema to version \(step + 1)")
             }
-            if version < 5 { try SQLiteTally.rebuild(db) }
+            if version < 5 {
+                try SQLiteTally.rebuild(db)
+            } else if version < 6 {
+                try SQLiteAges.rebuild(db, now: .now())
+            }
             try db.execute("PRAGMA application_id = \(SQLiteHeader.msgApplicationID)", "marking the file as msg's")
             try db.execute("PRAGMA user_version = \(current)", "recording the schema version")
         }

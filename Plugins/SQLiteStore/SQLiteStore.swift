@@ -62,6 +62,7 @@ public final class SQLiteStore: Store {
                     try RowEncoder.run(r, insert, "storing a message")
                     if db.changes == 1 {
                         tally.added(r.message)
+                        aged(r.message.status.rawValue, r.message.createdAt.milliseconds, 1)
                         results.append(AddResult(message: r.message, inserted: true))
                     } else {
                         results.append(AddResult(message: try fetch(r.message.id)?.message ?? r.message, inserted: false))
@@ -153,7 +154,7 @@ public final class SQLiteStore: Store {
             try counted("removing \(removals.count) messages") { () throws(MsgError) in
                 let s = try db.statement("""
                     DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))
-                    RETURNING recipient, status
+                    RETURNING recipient, status, created_at
                     """)
                 return try removals.map { (r) throws(MsgError) -> Bool in
                     s.reset()
@@ -161,7 +162,9 @@ public final class SQLiteStore: Store {
                     s.bind(2, r.statuses.map { SQLiteQuery.jsonArray($0.map(\.rawValue).sorted()) })
                     defer { s.reset() }
                     guard try s.step("removing a message") else { return false }
-                    tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: String(decoding: s.bytes(1), as: UTF8.self))
+                    let status = String(decoding: s.bytes(1), as: UTF8.self)
+                    tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: status)
+                    aged(status, s.int64(2), -1)
                     return true
                 }
             }
@@ -243,6 +246,7 @@ public final class SQLiteStore: Store {
         try RowEncoder.run(r, s, "updating a message")
         if db.changes == 1 {
             tally.changed(from: expected, to: r.message.to, into: r.message)
+            agedChange(from: expected, r.message)
             return true
         }
         // Not applied: another status, another recipient, or no such row.
@@ -258,7 +262,15 @@ public final class SQLiteStore: Store {
         try RowEncoder.run(r, edit, "updating a message")
         guard db.changes == 1 else { return false }
         tally.changed(from: expected, to: oldTo, into: r.message)
+        agedChange(from: expected, r.message)
         return true
+    }
+
+    /// A record that was `old` stored as `m`, for ``SQLiteAges``.
+    private func agedChange(from old: Status, _ m: Message) {
+        guard old != m.status else { return }
+        aged(old.rawValue, m.createdAt.milliseconds, -1)
+        aged(m.status.rawValue, m.createdAt.milliseconds, 1)
     }
 
     /// The update of ``replace(_:expected:)`` for one shape (bits: 1 open, 2 lease,
@@ -290,6 +302,7 @@ public final class SQLiteStore: Store {
     var notices: [String] = []
     /// What the changes of the transaction under way move (``counted(_:_:)``).
     var tally = Tally()
+    var ages: [SQLiteAges.Key: Int] = [:]
     /// Log text this handle appended since its last fold (``SQLiteTally/apply(_:_:logged:)``).
     var loggedBytes = 0
 

@@ -1,6 +1,6 @@
 import MsgKit
 
-/// The store's ``Tally`` (schema 5), kept in the same transaction as the changes it
+/// The store's ``Tally`` (schema 5; its companion by age, ``SQLiteAges``, schema 6), kept in the same transaction as the changes it
 /// counts (``SQLiteStore/counted(_:_:)``), in two tables:
 /// - `tally_log`: one row appended per commit that moves a figure, holding all of
 ///   that commit's deltas (``Tally/logText(into:)``). An append writes the last page of one
@@ -66,6 +66,7 @@ enum SQLiteTally {
     static func fold(_ db: SQLiteDatabase) throws(MsgError) {
         try upsert(try log(db), db)
         try db.execute("DELETE FROM tally_log", "counting messages")
+        try SQLiteAges.prune(db, now: .now())
     }
 
     /// The deltas of the log rows, summed.
@@ -146,6 +147,7 @@ enum SQLiteTally {
         s.reset()
         count()
         try upsert(t, db)
+        try SQLiteAges.rebuild(db, now: .now())
         try db.execute("INSERT INTO tallies (kind, a, b, n) VALUES ('ok', '', '', 1)", "counting the messages afresh")
     }
 }
@@ -155,12 +157,23 @@ extension SQLiteStore {
     /// (gathered in ``tally``), before the commit.
     func counted<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         tally.removeAll()
-        defer { tally.removeAll() }
+        ages.removeAll(keepingCapacity: true)
+        defer {
+            tally.removeAll()
+            ages.removeAll(keepingCapacity: true)
+        }
         return try db.transaction(what) { () throws(MsgError) -> R in
             let result = try body()
             try SQLiteTally.apply(tally, db, logged: &loggedBytes)
+            try SQLiteAges.apply(ages, db)
             return result
         }
+    }
+
+    /// A record of `status` created at `createdAt` (ms) stored (`n` 1) or gone (-1),
+    /// for ``SQLiteAges``.
+    func aged(_ status: String, _ createdAt: Int64, _ n: Int) {
+        ages[SQLiteAges.Key(status: status, minute: SQLiteAges.minute(createdAt)), default: 0] += n
     }
 
     public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {

@@ -165,8 +165,11 @@ public struct QueueOperations {
         return Query(statuses: statuses, updatedBy: Timestamp(milliseconds: now.milliseconds - olderThan.milliseconds))
     }
 
-    /// Counts per status and age (time since created) buckets, as Postfix's qshape.
+    /// Counts per status and age (time since created) buckets, as Postfix's qshape:
+    /// from the store's counts when it keeps them by creation time
+    /// (``CreationCounts``), else from every record.
     public func stats() throws(MsgError) -> [(status: Status, buckets: [Int])] {
+        if let counted = try countedStats() { return counted }
         var table: [Status: [Int]] = [:]
         try store.list(Query()) { (r) throws(MsgError) -> Bool in
             let m = r.message
@@ -176,6 +179,29 @@ public struct QueueOperations {
             return true
         }
         return Status.allCases.compactMap { s in table[s].map { (s, $0) } }
+    }
+
+    /// ``stats()`` from the store's counts (``CreationCounts``): per status, the
+    /// records created after each bucket's edge (an age under a bucket's limit is a
+    /// creation after `now` minus it) and its total; nil when the store keeps none.
+    private func countedStats() throws(MsgError) -> [(status: Status, buckets: [Int])]? {
+        guard let store = store as? any CreationCounts else { return nil }
+        let edges = Self.ageBuckets.map { Timestamp(milliseconds: now.milliseconds - $0.limit.milliseconds) }
+        guard let after = try store.created(after: edges) else { return nil }
+        var rows: [(status: Status, buckets: [Int])] = []
+        for status in Status.allCases {
+            guard let figures = after[status.rawValue], figures.count == edges.count + 1, figures.contains(where: { $0 != 0 }) else { continue }
+            // Each bucket is what was created after its edge and not after the one
+            // before; "older" is the rest.
+            var buckets: [Int] = []
+            var before = 0
+            for n in figures {
+                buckets.append(n - before)
+                before = n
+            }
+            rows.append((status, buckets))
+        }
+        return rows
     }
 
     /// Counts per destination (by `key`), status and age bucket, as qshape per domain:

@@ -31,7 +31,8 @@ public final class PluginRegistrar {
     /// destination states read per key, records re-encoded by splicing
     /// (``RecordLayout``), the toolbox moved out to MsgSupport.
     /// 7.0: stores that count (``Store/counts(now:excluding:)``, ``Tally``);
-    /// 7.1 claims that lock destinations, not the store (``DestinationLocks``).
+    /// 7.1 claims that lock destinations, not the store (``DestinationLocks``), and
+    /// records counted by creation time (``CreationCounts``).
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 7

@@ -236,6 +236,7 @@ public enum StoreConformance {
         claimScenarios(&runner, fresh: fresh, open: open)
         skippingScenarios(&runner, fresh: fresh)
         countScenarios(&runner, fresh: fresh)
+        ageScenarios(&runner, fresh: fresh)
         if !runner.failures.isEmpty { throw ConformanceFailures(failures: runner.failures) }
     }
 }
