@@ -48,8 +48,12 @@ import Testing
         let carried = Int(lines[3]) ?? -1
         #expect(Array(lines[0..<3]) == ["look 74", "0", "write 74"] && lines[4] == "after 0", "\(r.out)\(r.err)")
         #expect((1..<2000).contains(carried), "the half that still reads was carried over: \(carried)")
-        #expect(Array(lines[5...]) == ["compose 0", "\(carried + 1)", "count 0", "flush 74", "recover 74", "flush 0"], "\(r.out)\(r.err)")
         let err = r.err.split(separator: "\n").map(String.init)
+        // Where the cut falls, a record carried over may be damaged: the flush then
+        // sets it aside as dead and says so (exit 1, some went dead), and sends the rest.
+        let damaged = err.filter { $0.contains("is damaged: it was set aside as dead with its text kept, and not sent") }.count
+        #expect(Array(lines[5...]) == ["compose 0", "\(carried + 1)", "count 0", "flush 74", "recover 74", damaged > 0 ? "flush 1" : "flush 0"],
+                "\(r.out)\(r.err)")
         #expect(err.allSatisfy { $0.hasPrefix("msg: ") }, "\(r.err)")
         #expect(err.contains { $0.contains("is damaged") && $0.contains("the next msg command that writes to it will check it, set it aside") })
         #expect(err.contains { $0.contains("moved to \(s.home)/queue.sqlite.corrupt-2") && $0.contains("\(carried) records that still read were carried") },
