@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "MsgCLI", dependencies: [
             "MsgEngine", "CReadline", kit, support, .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .target(name: "MsgEngine", dependencies: [kit, support, "CProcess"]),
+        .target(name: "MsgEngine", dependencies: [kit, support]),
         plugin("JSONFileStore"),
         plugin("StdoutTransport"),
         plugin("SQLiteStore", dependencies: ["CSQLite"]),
@@ -45,8 +45,7 @@ let package = Package(
         plugin("TCPTransport", dependencies: [
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        plugin("ExecTransport", dependencies: ["CProcess"]),
-        .target(name: "CProcess"),
+        plugin("ExecTransport"),
         .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),

@@ -2,7 +2,8 @@
 // MsgSupport: what msg's host and plugins share that is not the plugin contract:
 // POSIX wrappers (SystemCalls), the reader of owner-only secret files, shell-word
 // splitting, atomic file replacement, the damaged-file naming of stores, a fast
-// random number generator.
+// random number generator, and the one process runner of exec: and the event hook
+// (ProcessPool, over the C shims of CProcess).
 //
 // It is its own package, apart from MsgKit, so that sharing a utility never changes
 // the plugin ABI (docs/DESIGN.md 4): it is a static library, each image (msg, each
@@ -19,6 +20,7 @@ let package = Package(
         .package(path: "../MsgKit"),
     ],
     targets: [
-        .target(name: "MsgSupport", dependencies: [.product(name: "MsgKit", package: "MsgKit")]),
+        .target(name: "MsgSupport", dependencies: [.product(name: "MsgKit", package: "MsgKit"), "CProcess"]),
+        .target(name: "CProcess"),
     ]
 )

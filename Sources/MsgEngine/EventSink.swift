@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-import CProcess
 import Dispatch
 import MsgKit
 import MsgSupport
@@ -15,11 +14,11 @@ import Synchronization
 /// never in delivery's way: its runs are handed to one thread of their own, one
 /// event at a time, at most ``hookBacklog`` waiting; what it could not run (the
 /// backlog full, or still waiting when the run ends) is counted on one line by
-/// ``close()``. The command runs like exec:'s
-/// (no shell; words split as a shell splits a simple command; a process group of
-/// its own; no other descriptor) with `MSG_EVENT`, `MSG_DESTINATION` and `MSG_ID`
-/// beside msg's environment, and has ``hookDeadline`` to end: then its group is
-/// killed. A failed hook (exit status, signal, deadline, not started) is reported on
+/// ``close()``. The command runs as exec:'s do, by the same runner
+/// (``ProcessPool``: no shell; words split as a shell splits a simple command; a
+/// process group of its own; no other descriptor; its standard error msg's) with
+/// `MSG_EVENT`, `MSG_DESTINATION` and `MSG_ID` beside msg's environment, and has
+/// ``hookDeadline`` to end: then its group gets SIGTERM, and SIGKILL a second later. A failed hook (exit status, signal, deadline, not started) is reported on
 /// one line and never retried; the run goes on. At the end of a run, ``close()``
 /// waits for the events still queued, at most ``closeWait``.
 public final class EventSink: Sendable {
@@ -119,56 +118,18 @@ public final class EventSink: Sendable {
         if !event.destination.utf8.contains(0) { env.append("MSG_DESTINATION=\(event.destination)") }
         if let id = event.id { env.append("MSG_ID=\(id)") }
         let what = "--on-event for \(event.kind.rawValue) of \(TextTable.escaped(event.destination))"
-        var pipe: [Int32] = [-1, -1]
-        guard msg_pipe(&pipe) == 0 else {
-            reporter.say("\(what): cannot make a pipe (\(String(cString: strerror(errno)))); not retried")
-            return
-        }
-        var pid: pid_t = 0
-        let rc = Self.withCStrings(argv) { a in Self.withCStrings(env) { e in msg_spawn(a[0], a, e, pipe[0], errorFD, &pid) } }
-        Glibc.close(pipe[0])
-        guard rc == 0 else {
-            Glibc.close(pipe[1])
-            reporter.say("\(what): cannot start \(argv[0]) (\(String(cString: strerror(rc)))); not retried")
-            return
-        }
-        let deadline = Monotonic.milliseconds() + Self.hookDeadline.milliseconds
-        _ = fcntl(pipe[1], F_SETFL, fcntl(pipe[1], F_GETFL) | O_NONBLOCK)
-        var written = 0
-        while written < input.count {
-            let n = input[written...].withUnsafeBytes { write(pipe[1], $0.baseAddress, $0.count) }
-            if n > 0 { written += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            guard n < 0 && errno == EAGAIN else { break }  // EPIPE: it does not read; fine
-            var p = pollfd(fd: pipe[1], events: Int16(POLLOUT), revents: 0)
-            let left = deadline - Monotonic.milliseconds()
-            if left <= 0 || poll(&p, 1, Int32(min(left, 1000))) < 0 { break }
-        }
-        Glibc.close(pipe[1])
-        var status: Int32 = 0
-        var ended = false
-        while Monotonic.milliseconds() < deadline {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { ended = true; break }
-            if r < 0 && errno != EINTR { ended = true; status = 0; break }
-            usleep(5_000)
-        }
-        if !ended {
-            kill(-pid, SIGKILL)
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            reporter.say("\(what): still running after \(Self.hookDeadline), killed; not retried")
-            return
-        }
-        if status & 0x7f != 0 {
-            reporter.say("\(what): killed by signal \(status & 0x7f); not retried")
-        } else if (status >> 8) & 0xff != 0 {
-            reporter.say("\(what): exited \((status >> 8) & 0xff); not retried")
+        // exec:'s runner, one at a time; what the hook says goes to msg's stderr.
+        let job = ProcessPool.Job(argv: argv, environment: env, input: input, errorOutput: errorFD)
+        guard let end = Self.runner.run([job], deadline: Self.hookDeadline.milliseconds).first else { return }
+        switch end.how {
+        case .exited(0): return
+        case .exited(let status): reporter.say("\(what): exited \(status); not retried")
+        case .signalled(let signal): reporter.say("\(what): killed by signal \(signal); not retried")
+        case .timedOut: reporter.say("\(what): still running after \(Self.hookDeadline), killed; not retried")
+        case .notStarted(let e): reporter.say("\(what): cannot start \(argv[0]) (\(String(cString: strerror(e)))); not retried")
         }
     }
 
-    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-        let pointers = strings.map { strdup($0) } + [nil]
-        defer { for p in pointers { free(p) } }
-        return body(pointers)
-    }
+    /// The hook's runner: one command at a time, a second between SIGTERM and SIGKILL.
+    private static let runner = ProcessPool(concurrency: 1, grace: 1000)
 }

@@ -4,8 +4,8 @@
 import CProcess
 
 /// How a command ended.
-struct ChildEnd: Sendable, Equatable {
-    enum How: Sendable, Equatable {
+public struct ChildEnd: Sendable, Equatable {
+    public enum How: Sendable, Equatable {
         case exited(Int32)
         case signalled(Int32)
         /// Still running at its deadline: its process group was sent SIGTERM, then SIGKILL.
@@ -13,13 +13,15 @@ struct ChildEnd: Sendable, Equatable {
         /// posix_spawn failed with this errno.
         case notStarted(Int32)
     }
-    var how: How
-    /// The first line of what it wrote on standard error, if anything.
-    var firstErrorLine: String?
+    public var how: How
+    /// The first line of what it wrote on standard error, if anything (nil too when
+    /// its standard error was not captured).
+    public var firstErrorLine: String?
 }
 
 /// One running command: its own process group, a pipe to its standard input, a
-/// pipe from its standard error, and a pidfd that polls readable when it ends.
+/// pipe from its standard error (or a descriptor of msg's it writes to instead),
+/// and a pidfd that polls readable when it ends.
 ///
 /// msg is the subreaper of what the commands start (``ProcessPool/reapOrphans()``).
 /// The parent's ends of the pipes are non-blocking; ``ProcessPool`` polls them.
@@ -42,27 +44,31 @@ final class ChildProcess {
     static let errorTextLimit = 4096
 
     /// Starts `argv[0]` (looked up in PATH when it has no slash) with `environment`,
-    /// to be fed `input`, ending by `deadline` (monotonic milliseconds).
+    /// to be fed `input`, ending by `deadline` (monotonic milliseconds); its standard
+    /// error is read from a pipe, or is `errorOutput` when given (then not kept).
     /// - Returns: the running child, or the errno of what failed when it cannot start.
-    static func start(argv: [String], environment: [String], input: [UInt8], deadline: Int64) -> Result<ChildProcess, SpawnFailure> {
+    static func start(argv: [String], environment: [String], input: [UInt8], errorOutput: Int32?, deadline: Int64) -> Result<ChildProcess, SpawnFailure> {
         var inPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
         guard msg_pipe(&inPipe) == 0 else { return .failure(SpawnFailure(errno: errno)) }
-        guard msg_pipe(&errPipe) == 0 else {
-            let e = errno
-            close(inPipe[0]); close(inPipe[1])
-            return .failure(SpawnFailure(errno: e))
+        if errorOutput == nil {
+            guard msg_pipe(&errPipe) == 0 else {
+                let e = errno
+                close(inPipe[0]); close(inPipe[1])
+                return .failure(SpawnFailure(errno: e))
+            }
         }
         var pid: pid_t = 0
         let rc = withCStrings(argv) { cArgv in
             withCStrings(environment) { cEnv in
-                msg_spawn(cArgv[0], cArgv, cEnv, inPipe[0], errPipe[1], &pid)
+                msg_spawn(cArgv[0], cArgv, cEnv, inPipe[0], errorOutput ?? errPipe[1], &pid)
             }
         }
         close(inPipe[0])
-        close(errPipe[1])
+        if errPipe[1] >= 0 { close(errPipe[1]) }
         guard rc == 0 else {
-            close(inPipe[1]); close(errPipe[0])
+            close(inPipe[1])
+            if errPipe[0] >= 0 { close(errPipe[0]) }
             return .failure(SpawnFailure(errno: rc))
         }
         let pidfd = msg_pidfd_open(pid)
@@ -72,11 +78,12 @@ final class ChildProcess {
             kill(-pid, SIGKILL)
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            close(inPipe[1]); close(errPipe[0])
+            close(inPipe[1])
+            if errPipe[0] >= 0 { close(errPipe[0]) }
             return .failure(SpawnFailure(errno: e))
         }
         _ = fcntl(inPipe[1], F_SETFL, fcntl(inPipe[1], F_GETFL) | O_NONBLOCK)
-        _ = fcntl(errPipe[0], F_SETFL, fcntl(errPipe[0], F_GETFL) | O_NONBLOCK)
+        if errPipe[0] >= 0 { _ = fcntl(errPipe[0], F_SETFL, fcntl(errPipe[0], F_GETFL) | O_NONBLOCK) }
         let child = ChildProcess(pid: pid, pidfd: pidfd, inputFD: inPipe[1], errorFD: errPipe[0], input: input, deadline: deadline)
         if input.isEmpty { child.closeInput() }
         return .success(child)

@@ -1,6 +1,7 @@
-// What the exec: transport needs from the C library that Swift cannot call or
-// spell well: posix_spawn with a process group of its own, signals reset and every
-// other descriptor closed; and pidfd_open, which glibc 2.36 does not wrap.
+// What msg's process runner (ProcessPool: exec: and the event hook) needs from the C
+// library that Swift cannot call or spell well: posix_spawn with a process group of
+// its own, signals reset and every other descriptor closed; and pidfd_open, which
+// glibc 2.36 does not wrap.
 #ifndef MSG_CPROCESS_H
 #define MSG_CPROCESS_H
 #include <sys/types.h>

@@ -6,7 +6,8 @@ import Dispatch
 import Synchronization
 
 /// Runs commands, up to `concurrency` at once, each with its own deadline, and
-/// gives back how each ended, in the order given.
+/// gives back how each ended, in the order given: the one process runner of
+/// exec: and of the event hook (`--on-event`).
 ///
 /// One thread and one `poll(2)`: over each command's standard input (fed as the
 /// pipe takes it, so a large input never blocks the others), its standard error,
@@ -14,16 +15,32 @@ import Synchronization
 /// timeout. A command that ends is reaped at once; a command past its deadline
 /// gets SIGTERM on its process group and SIGKILL `grace` later, so a stuck command
 /// and everything it started are gone when the call returns.
-struct ProcessPool {
+public struct ProcessPool: Sendable {
     /// One command to run.
-    struct Job {
-        var argv: [String]
-        var environment: [String]
-        var input: [UInt8]
+    public struct Job: Sendable {
+        public var argv: [String]
+        public var environment: [String]
+        public var input: [UInt8]
+        /// Where its standard error goes (a descriptor of msg's, such as its own
+        /// standard error); nil: read, and its first line kept (``ChildEnd``).
+        public var errorOutput: Int32?
+
+        public init(argv: [String], environment: [String], input: [UInt8], errorOutput: Int32? = nil) {
+            self.argv = argv
+            self.environment = environment
+            self.input = input
+            self.errorOutput = errorOutput
+        }
     }
 
-    var concurrency: Int
-    var grace: Int64
+    public var concurrency: Int
+    /// Milliseconds between SIGTERM and SIGKILL for a command past its deadline.
+    public var grace: Int64
+
+    public init(concurrency: Int, grace: Int64) {
+        self.concurrency = concurrency
+        self.grace = grace
+    }
 
     /// The commands of this process (every pool's, as several flush workers run at
     /// once): the pids running, and the process groups they made (a group's id is
@@ -38,7 +55,8 @@ struct ProcessPool {
     }
     private static let commands = Mutex(Commands())
 
-    func run(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
+    /// Runs `jobs`, each with `milliseconds` to end. - Returns: how each ended, in order.
+    public func run(_ jobs: [Job], deadline milliseconds: Int64) -> [ChildEnd] {
         let ends = runAlone(jobs, deadline: milliseconds)
         Self.reapOrphans()
         return ends
@@ -47,7 +65,8 @@ struct ProcessPool {
     /// Starts one job and enters its pid among the commands, under the lock.
     private static func start(_ job: Job, deadline: Int64) -> Result<ChildProcess, SpawnFailure> {
         commands.withLock { ours in
-            let started = ChildProcess.start(argv: job.argv, environment: job.environment, input: job.input, deadline: deadline)
+            let started = ChildProcess.start(argv: job.argv, environment: job.environment, input: job.input, errorOutput: job.errorOutput,
+                                             deadline: deadline)
             if case .success(let child) = started {
                 ours.running.insert(child.pid)
                 ours.groups.insert(child.pid)
@@ -117,7 +136,7 @@ struct ProcessPool {
     /// Makes msg the subreaper of what its commands start; a command's background
     /// process (sendmail's queue runner) outlives it and is left to run. Orphans are
     /// reaped after every run and, while msg waits for work, four times a second.
-    static func becomeSubreaper() {
+    public static func becomeSubreaper() {
         _ = msg_become_subreaper()
         reaper.withLock { timer in
             guard timer == nil else { return }
