@@ -140,9 +140,6 @@ final class SQLiteDatabase {
     /// Rows changed by the last statement.
     var changes: Int32 { sqlite3_changes(handle) }
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up
-    /// front, so two writers wait for each other instead of failing on upgrade.
-    /// Commits when `body` returns, rolls back when it throws.
     /// Runs `body`'s reads in one read transaction (`BEGIN DEFERRED`): one snapshot,
     /// also for a store opened for reading.
     func snapshot<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
@@ -157,6 +154,9 @@ final class SQLiteDatabase {
         }
     }
 
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up
+    /// front, so two writers wait for each other instead of failing on upgrade.
+    /// Commits when `body` returns, rolls back when it throws.
     func transaction<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only (while \(what))") }
         try execute("BEGIN IMMEDIATE", what)

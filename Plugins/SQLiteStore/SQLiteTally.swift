@@ -1,7 +1,8 @@
 import MsgKit
 
-/// The store's ``Tally`` (schema 5; its companion by age, ``SQLiteAges``, schema 6), kept in the same transaction as the changes it
-/// counts (``SQLiteStore/counted(_:_:)``), in two tables:
+/// The store's ``Tally`` (schema 5; its companion by age, ``SQLiteAges``, schema 6),
+/// kept in the same transaction as the changes it counts
+/// (``SQLiteStore/counted(_:_:)``), in two tables:
 /// - `tally_log`: one row appended per commit that moves a figure, holding all of
 ///   that commit's deltas (``Tally/logText(into:)``). An append writes the last page of one
 ///   b-tree, however many recipients the commit touched;
