@@ -157,6 +157,12 @@ final class DestinationPlanner: ClaimPlanner {
             // The store holds as many destinations as it can: the rest wait for the
             // next claim, in their order.
             if unreserved.contains(key) { return .stop }
+            // Not held: it was in flight elsewhere when its chunk was read. What was
+            // read of it since may say otherwise, but only a hold makes that true.
+            if !reserved.contains(key) {
+                scan.hold(key, .busy, counting: true)
+                return .skip
+            }
         }
         var taken = 0
         if let room {
@@ -220,12 +226,15 @@ final class DestinationPlanner: ClaimPlanner {
         reserved.formUnion(r.granted)
         lockedElsewhere.formUnion(r.busy)
         for key in keys where !r.granted.contains(key) && !r.busy.contains(key) { unreserved.insert(key) }
+        // Nothing granted, nothing read.
+        if r.granted.isEmpty { return }
         let fresh = try destinations(of: r.inFlight)
         if rules.key == .recipient {
             var foreign = scan.foreign.filter { !r.granted.contains($0.value) }
             for (id, key) in fresh where r.granted.contains(key) { foreign[id] = key }
             scan.foreign = foreign
         } else {
+            // Every record in flight, read now.
             scan.foreign = fresh
         }
     }

@@ -89,6 +89,40 @@ import Testing
         #expect(trace.outOfOrder(order).isEmpty, "first attempts in FIFO order: \(trace.outOfOrder(order))")
     }
 
+    /// Forty tenants, as recipients or as a header (`--key header:x-tenant`, the
+    /// recipients all different): claims hold them, so with four processes a tenant
+    /// is in flight in one process at a time. While they run, the queue is looked
+    /// at again and again, each look one snapshot: no tenant ever has records
+    /// `sending` under the leases of two processes. (The trace of the mock cannot
+    /// tell: a process may hold a tenant's messages for a while before it sends them.)
+    @Test(arguments: ["to", "header"]) func fourWorkersNeverHaveOneTenantInFlightAtOnce(key: String) throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        let schema = String(env["MSG_STORE"]!.split(separator: "=").last!)
+        let to = key == "to" ? "t%d" : "u%d"
+        let made = try s.sh("""
+            seq 0 1599 | awk '{printf "{\\"to\\":\\"\(to)\\",\\"body\\":\\"m%d\\",\\"headers\\":{\\"x-tenant\\":\\"t%d\\"}}\\n", \(key == "to" ? "$1 % 40" : "$1"), $1, $1 % 40}' \
+              | msg compose --enqueue | wc -l
+            """, env: env)
+        #expect(made.lines == ["1600"], "\(made.err)")
+        let r = try s.sh("""
+            for w in 1 2 3 4; do msg flush \(key == "to" ? "" : "--key header:x-tenant") --batch 16 --concurrency 8 --transport 'stdout:?fd=3&latency=20ms' 3>/dev/null > out$w 2> err$w & done
+            while [ -n "$(jobs -r)" ]; do
+              psql -Atq "$MSG_TEST_POSTGRES" -c "SELECT count(*) FROM (SELECT record::json->'headers'->>'x-tenant' FROM \(schema).messages \
+                WHERE status = 'sending' GROUP BY 1 HAVING count(DISTINCT record::json->'lease'->>'pid') > 1) AS shared" >> looks
+            done
+            wait
+            cat out1 out2 out3 out4 | wc -l
+            for w in 1 2 3 4; do [ -s out$w ] && echo worked; done | wc -l
+            wc -l < looks; sort -u looks
+            """, env: env.merging(["MSG_TEST_POSTGRES": server.url]) { $1 })
+        #expect(r.lines.first == "1600", "\(r.out) \(r.err)")
+        #expect((Int(r.lines.count > 1 ? r.lines[1] : "") ?? 0) >= 2, "the work was shared: \(r.out)")
+        #expect((Int(r.lines.count > 2 ? r.lines[2] : "") ?? 0) >= 5, "looked a few times: \(r.out)")
+        #expect(Array(r.lines.dropFirst(3)) == ["0"], "never a tenant sending in two processes at once: \(r.out)")
+    }
+
     @Test func aWorkerKilledMidFlushIsRecoveredFromAnotherProcess() throws {
         let server = try Server()
         let s = try Sandbox()

@@ -17,6 +17,9 @@ final class LockingStore: Store {
     var most = Int.max
     /// Records another process has in flight, told once a claim holds their recipient.
     var inFlightElsewhere: [InFlight] = []
+    /// What is in flight after the first grant that read it, when it changes then.
+    var inFlightLater: [InFlight]?
+    private var grants = 0
     /// Every call: the keys asked for, whether it waited, whether they were recipients.
     private(set) var reservations: [(keys: [String], wait: Bool, keysAreRecipients: Bool)] = []
 
@@ -33,7 +36,9 @@ final class LockingStore: Store {
                 r.busy.insert(key)
             }
         }
-        r.inFlight = keysAreRecipients ? inFlightElsewhere.filter { r.granted.contains($0.to) } : inFlightElsewhere
+        let now = grants > 0 ? inFlightLater ?? inFlightElsewhere : inFlightElsewhere
+        if !r.granted.isEmpty { grants += 1 }
+        r.inFlight = keysAreRecipients ? now.filter { r.granted.contains($0.to) } : now
         return r
     }
 
@@ -101,9 +106,10 @@ final class LockingSession: DestinationLocks {
         return LockingStore(inner)
     }
 
-    func flush(_ store: any Store, transport: String = "stdout:", rules: DeliveryRules = DeliveryRules()) throws -> Flusher.Summary {
+    func flush(_ store: any Store, transport: String = "stdout:", rules: DeliveryRules = DeliveryRules(), batch: Int = 1024) throws -> Flusher.Summary {
         var options = Flusher.Options()
         options.rules = rules
+        options.batchSize = batch
         options.maxWait = MsgDuration(milliseconds: 0)
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
@@ -155,6 +161,38 @@ final class LockingSession: DestinationLocks {
         #expect(summary.sent == 2)
         #expect(try store.get(Fixtures.message(2, to: "a").id)?.message.status == .queued, "the message whose x-seq another claim holds")
         #expect(store.reservations.contains { $0.keys == ["1", "2", "3"] && !$0.keysAreRecipients }, "\(store.reservations)")
+    }
+
+    /// A destination found in flight elsewhere when its chunk was read is not held
+    /// by the claim; a later read that no longer finds it in flight (another chunk's
+    /// grant) does not make it takeable: only a hold would, and another claim may
+    /// hold it by then.
+    @Test func aDestinationSeenInFlightIsNotTakenUnheldWhenItsRecordEnds() throws {
+        let inner = try loader.openStore("sqlite:\(temporaryDirectory())/q.sqlite")
+        func tenant(_ n: Int, _ t: String, at: Int64) -> Message {
+            var m = Fixtures.message(n, to: "u\(n)", createdOffset: at)
+            m.headers = Headers([("x-tenant", t)])
+            return m
+        }
+        // A first chunk of "a" (the claim reads 1,024 at a time), then "b" and "k";
+        // a record of "k" sending in another process.
+        var records = (0..<1100).map { EncodedMessage(tenant($0, "a", at: Int64($0))) }
+        records += [EncodedMessage(tenant(2000, "b", at: 2000)), EncodedMessage(tenant(2001, "k", at: 2001))]
+        var elsewhere = tenant(1500, "k", at: 1500)
+        try elsewhere.transition(to: .sending, event: "attempt", at: Fixtures.t0)
+        records.append(EncodedMessage(elsewhere))
+        _ = try inner.add(records)
+        let store = LockingStore(inner)
+        // Its record ends after the first chunk's read, and another claim, not
+        // committed yet, holds "k" for its next message.
+        store.inFlightElsewhere = [InFlight(id: elsewhere.id, to: elsewhere.to)]
+        store.inFlightLater = []
+        store.elsewhere = ["k"]
+        var rules = DeliveryRules()
+        rules.key = .header("x-tenant")
+        let summary = try flush(store, rules: rules, batch: 2000)
+        #expect(summary.sent == 1101, "every a and the b")
+        #expect(try store.get(Fixtures.message(2001).id)?.message.status == .queued, "k was in flight elsewhere when its chunk was read")
     }
 
     @Test func withEveryMessageItsOwnDestinationNothingIsHeld() throws {
