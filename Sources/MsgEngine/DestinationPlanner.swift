@@ -213,11 +213,23 @@ final class DestinationPlanner: ClaimPlanner {
     private func destinations(of inFlight: [InFlight]) throws(MsgError) -> [String: String] {
         var busy: [String: String] = [:]
         for r in inFlight where !own.contains(r.id) {
-            let key = rules.key == .recipient ? r.to : (try session?.record(r.id)).flatMap { $0 }.map { rules.key.of($0.message) } ?? r.to
-            busy[r.id] = key
+            if rules.key == .recipient {
+                busy[r.id] = r.to
+            } else if let key = keysInFlight[r.id] {
+                busy[r.id] = key
+            } else {
+                // Read once a claim: a claim of destinations reads the records in flight
+                // at each grant.
+                let key = (try session?.record(r.id)).flatMap { $0 }.map { rules.key.of($0.message) } ?? r.to
+                keysInFlight[r.id] = key
+                busy[r.id] = key
+            }
         }
         return busy
     }
+
+    /// Keys of records in flight elsewhere read in this claim, by id (not by recipient).
+    private var keysInFlight: [String: String] = [:]
 
     /// Holds `keys` in the store for this claim (``DestinationLocks``), then takes the
     /// records in flight to the keys granted as they stand now.
