@@ -143,15 +143,7 @@ final class SQLiteDatabase {
     /// Runs `body`'s reads in one read transaction (`BEGIN DEFERRED`): one snapshot,
     /// also for a store opened for reading.
     func snapshot<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
-        try execute("BEGIN DEFERRED", what)
-        do throws(MsgError) {
-            let result = try body()
-            try execute("COMMIT", what)
-            return result
-        } catch {
-            _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
-            throw error
-        }
+        try between("BEGIN DEFERRED", what, body)
     }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up
@@ -159,7 +151,12 @@ final class SQLiteDatabase {
     /// Commits when `body` returns, rolls back when it throws.
     func transaction<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only (while \(what))") }
-        try execute("BEGIN IMMEDIATE", what)
+        return try between("BEGIN IMMEDIATE", what, body)
+    }
+
+    /// `begin`, `body`, then COMMIT; ROLLBACK when anything throws.
+    private func between<R>(_ begin: String, _ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        try execute(begin, what)
         do throws(MsgError) {
             let result = try body()
             try execute("COMMIT", what)
