@@ -28,9 +28,9 @@ let package = Package(
         .package(path: "MsgKit"),
         .package(path: "MsgKitTesting"),
         .package(path: "MsgSupport"),
+        .package(path: "TCPWire"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // Only the tcp: plugin links SwiftNIO, so msg itself starts without it.
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // Only the tcp: plugin links SwiftNIO (through TCPWire), so msg itself starts without it.
     ],
     targets: [
         .executableTarget(name: "msg", dependencies: ["MsgCLI"], linkerSettings: executableRpath),
@@ -42,9 +42,7 @@ let package = Package(
         plugin("StdoutTransport"),
         plugin("SQLiteStore", dependencies: ["CSQLite"]),
         plugin("FileDropTransport"),
-        plugin("TCPTransport", dependencies: [
-            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-        ]),
+        plugin("TCPTransport", dependencies: [.product(name: "TCPWire", package: "TCPWire")]),
         plugin("ExecTransport"),
         .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),

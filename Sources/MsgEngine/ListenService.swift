@@ -8,6 +8,8 @@ import MsgKit
 /// The two signals are blocked before the listener starts its threads, so they
 /// reach only the main thread, which waits for them with `sigwait`; then the
 /// listener stops accepting, finishes the deliveries in flight and their acks.
+/// SIGHUP, blocked and waited for alike, makes a listener that reads files (TLS's
+/// certificate and key, ``ListenerReloading``) read them again.
 public struct ListenService {
     /// The address to listen on (`tcp://127.0.0.1:7000`).
     public var url: String
@@ -38,7 +40,7 @@ public struct ListenService {
 
     /// Serves until a signal. - Throws: `unavailable` (cannot bind, no plugin), `config`.
     public func run(loader: PluginLoader) throws(MsgError) {
-        let signals = StopSignals()
+        let signals = StopSignals(hangup: true)
         defer { signals.restore() }
 
         let counted = CountingSink(try loader.openTransport(into))
@@ -51,9 +53,31 @@ public struct ListenService {
             try MetricsServer(address: address, render: Self.render(counted, listener as? ListenerStatistics), reporter: reporter)
         }
         defer { server?.stop() }
-        let signal = StopRequest.Reason.signal(signals.wait())
+        var received = signals.wait()
+        while received == SIGHUP {
+            reload(listener)
+            received = signals.wait()
+        }
+        let signal = StopRequest.Reason.signal(received)
         reporter.say("stopping (\(signal.name)): finishing the deliveries in flight")
         listener.stop()
+    }
+
+    /// SIGHUP: the listener reads its files again, or keeps what it has and says why.
+    private func reload(_ listener: any Listener) {
+        guard let reloading = listener as? any ListenerReloading else {
+            reporter.say("SIGHUP: this listener has no files to read again")
+            return
+        }
+        do throws(MsgError) {
+            if let what = try reloading.reload() {
+                reporter.say("SIGHUP: read \(what) again; new connections use it, open ones are kept")
+            } else {
+                reporter.say("SIGHUP: this listener has no files to read again")
+            }
+        } catch {
+            reporter.say("SIGHUP: \(error.message); still using what was read before")
+        }
     }
 
     /// The listener's metrics: its connections (when it tells them) and the records

@@ -14,11 +14,14 @@ public struct StopSignals {
     private var set = sigset_t()
     private var previous = sigset_t()
 
-    /// Blocks both signals; ``restore()`` puts the previous mask back.
-    public init() {
+    /// Blocks both signals, and SIGHUP with `hangup` (which ``wait()`` then returns
+    /// too, for a service that reads its files again); ``restore()`` puts the
+    /// previous mask back.
+    public init(hangup: Bool = false) {
         sigemptyset(&set)
         sigaddset(&set, SIGINT)
         sigaddset(&set, SIGTERM)
+        if hangup { sigaddset(&set, SIGHUP) }
         pthread_sigmask(SIG_BLOCK, &set, &previous)
     }
 

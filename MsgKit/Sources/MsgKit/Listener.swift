@@ -75,3 +75,14 @@ public struct ListenerCounts: Sendable, Equatable {
         self.refused = refused
     }
 }
+
+/// A listener that can read its files again while it runs (ABI 7.2, an addition):
+/// `msg listen` calls ``reload()`` on SIGHUP, so a certificate rotated on disk
+/// (certbot and the like) is taken up without dropping a connection.
+public protocol ListenerReloading: AnyObject {
+    /// Reads the files again: connections made from now on use them, those open
+    /// are kept as they are. Called from the host's main thread.
+    /// - Returns: what was read, in a few words, or nil when there is nothing to read.
+    /// - Throws: `config` when the files do not read; the listener keeps what it had.
+    func reload() throws(MsgError) -> String?
+}

@@ -10,12 +10,13 @@ import Synchronization
 /// Descriptors stay bounded: at most ``maxConnections`` connections in all and
 /// ``maxPerPeer`` from one address; with a token, a connection that has not said
 /// hello within ``helloDeadline`` is closed. Refusals are reported (``Refusals``).
-final class TCPListener: Listener, ListenerStatistics {
+public final class TCPListener: Listener, ListenerStatistics, ListenerReloading {
     static let maxConnections = 1024
     static let maxPerPeer = 64
     static let helloDeadline = TimeAmount.seconds(5)
 
     private let address: TCPAddress
+    private let security: any WireSecurity
     private let context: ListenerContext
     private let group: MultiThreadedEventLoopGroup
     private let deliverer: SinkDeliverer
@@ -24,24 +25,48 @@ final class TCPListener: Listener, ListenerStatistics {
     private var server: (any Channel)?
 
     /// - Throws: `config` for a URL that is not `tcp://HOST:PORT`.
-    init(url: PluginURL, context: ListenerContext) throws(MsgError) {
-        address = try TCPAddress(url, listening: true)
+    public convenience init(url: PluginURL, context: ListenerContext) throws(MsgError) {
+        try self.init(address: try TCPAddress(url, listening: true), security: PlainWire(), context: context)
+    }
+
+    /// A listener on `address` over `security`'s stream.
+    /// - Throws: `config` for an address other hosts reach where nothing
+    ///   authenticates a sender (no token, no client certificates) and the user
+    ///   did not allow it.
+    public init(address: TCPAddress, security: any WireSecurity, context: ListenerContext) throws(MsgError) {
+        self.address = address
+        self.security = security
         self.context = context
         refusals = Refusals(report: context.report)
-        if !address.isLoopback && address.token == nil && !context.openWithoutToken {
-            throw MsgError(.config, "\(address.display) can be reached from other hosts and needs no token, so anyone who can connect could deliver into \(context.sinkName); give token= or token_file=, listen on 127.0.0.1, or allow it with --no-token")
+        if !address.isLoopback && address.token == nil && !security.authenticatesClients && !context.openWithoutToken {
+            throw MsgError(.config, "\(address.display) can be reached from other hosts and needs no token, so anyone who can connect could deliver into \(context.sinkName); give token= or token_file=\(security.scheme == "tls" ? " or client_ca= (client certificates)" : ""), listen on 127.0.0.1, or allow it with --no-token")
         }
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         deliverer = SinkDeliverer(sink: context.sink, deadline: context.deadline)
     }
 
-    func statistics() -> ListenerCounts {
+    public func statistics() -> ListenerCounts {
         let (open, accepted) = connections.counts
         return ListenerCounts(open: open, accepted: accepted, refused: refusals.count.load(ordering: .relaxed))
     }
 
-    func start() throws(MsgError) -> String {
+    /// Reads the security's files again (TLS: the certificate and key), for
+    /// connections made from now on; those open are kept as they are.
+    public func reload() throws(MsgError) -> String? {
+        try (security as? any ReloadableWireSecurity)?.reload()
+    }
+
+    public func start() throws(MsgError) -> String {
         let (deliverer, token, maxLine, idle) = (self.deliverer, address.token, context.maxLineBytes, address.idle)
+        let security = self.security
+        let addSecurity: @Sendable (any Channel, String) throws -> Void = { [refusals] channel, peer in
+            let wireGuard = WireGuard(refuseByte: security.otherWireFirstByte, reason: security.otherWireRefusal) {
+                refusals.say("refused a connection from \(peer): \(security.otherWireRefusal)")
+            }
+            try security.addServerHandlers(to: channel, guard: wireGuard) { reason in
+                refusals.say("refused a connection from \(peer): \(reason)")
+            }
+        }
         let (connections, refusals) = (self.connections, self.refusals)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -59,11 +84,14 @@ final class TCPListener: Listener, ListenerStatistics {
                     let reason = full.hasPrefix("it has") ? "this address has" + full.dropFirst(6) : full
                     let line = Wire.helloRefused(MsgError(.unreachable, "at its limit: \(reason)"))
                     return channel.eventLoop.makeCompletedFuture {
+                        // Over the listener's own wire (TLS), so the sender can read it.
+                        try addSecurity(channel, peer)
                         try channel.pipeline.syncOperations.addHandler(RefusingHandler(line))
                     }
                 }
                 channel.closeFuture.whenComplete { _ in connections.remove(key, peer: peer) }
                 return channel.eventLoop.makeCompletedFuture {
+                    try addSecurity(channel, peer)
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .milliseconds(idle.milliseconds)))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxBytes: maxLine)))
                     try channel.pipeline.syncOperations.addHandler(ReceiverHandler(
@@ -78,7 +106,8 @@ final class TCPListener: Listener, ListenerStatistics {
             var shown = address
             shown.port = port
             if !address.isLoopback {
-                context.report("\(shown.display) can be reached from other hosts\(address.token == nil ? " and takes records without a token (--no-token)" : "")")
+                let open = address.token == nil && !security.authenticatesClients
+                context.report("\(shown.display) can be reached from other hosts\(open ? " and takes records without a token (--no-token)" : "")")
             }
             return shown.display
         } catch {
@@ -87,7 +116,7 @@ final class TCPListener: Listener, ListenerStatistics {
         }
     }
 
-    func stop() {
+    public func stop() {
         try? server?.close().wait()
         let open = connections.all
         for channel in open {

@@ -10,24 +10,34 @@ final class TCPConnection {
     private let handler: NIOLoopBound<ClientHandler>
 
     /// Connects and says hello.
-    /// - Throws: `unreachable` when the receiver cannot be reached in time or refuses the token.
-    init(_ address: TCPAddress, group: any EventLoopGroup) throws(MsgError) {
-        let bootstrap = ClientBootstrap(group: group)
+    /// - Throws: `unreachable` when the receiver cannot be reached in time or is at
+    ///   its limits; `config` when it refuses the token, speaks the other wire, or
+    ///   (TLS) cannot be verified or refuses this sender's certificate.
+    init(_ address: TCPAddress, security: any WireSecurity, group: any EventLoopGroup) throws(MsgError) {
+        // The handler is made before the connection, so it is there to ask even when
+        // the connection closed at once (a TLS handshake refused) and left the pipeline.
+        let loop = group.next()
+        let handler: NIOLoopBound<ClientHandler>
+        do {
+            handler = try loop.submit { NIOLoopBound(ClientHandler(), eventLoop: loop) }.wait()
+        } catch {
+            throw MsgError(.unreachable, "cannot connect to \(address.display): \(Self.describe(error))")
+        }
+        self.handler = handler
+        let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(.milliseconds(address.connectTimeout.milliseconds))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try security.addClientHandlers(to: channel, address: address)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxBytes: 1 << 20)))
-                    try channel.pipeline.syncOperations.addHandler(ClientHandler())
+                    try channel.pipeline.syncOperations.addHandler(handler.value)
                 }
             }
         do {
             channel = try bootstrap.connect(host: address.host, port: address.port).wait()
-            let channel = self.channel
-            handler = try channel.eventLoop.submit {
-                NIOLoopBound(try channel.pipeline.syncOperations.handler(type: ClientHandler.self), eventLoop: channel.eventLoop)
-            }.wait()
         } catch {
+            if let explained = security.explain(error, address: address) { throw explained }
             throw MsgError(.unreachable, "cannot connect to \(address.display): \(Self.describe(error))")
         }
         let hello: Wire.Answer
@@ -35,6 +45,7 @@ final class TCPConnection {
             hello = try send([Wire.hello(token: address.token)], deadline: address.connectTimeout)[0].wait()
         } catch {
             close()
+            if let explained = security.explain((error as? MsgError)?.underlying ?? error, address: address) { throw explained }
             throw MsgError(.unreachable, "\(address.display) did not answer hello: \(Self.describe(error))")
         }
         guard case .hello(refused: nil) = hello else {
@@ -45,7 +56,9 @@ final class TCPConnection {
                     throw MsgError(.unreachable, "\(address.display) refused the connection for now (\(refusal.message)); trying again later")
                 }
                 // A definite answer, not a passing fault: retrying cannot help until
-                // the token is fixed (Transport requirement 4: config stops the run).
+                // the token (or the scheme) is fixed (Transport requirement 4: config
+                // stops the run).
+                if refusal.code == .config { throw MsgError(.config, "\(address.display) refused the connection: \(refusal.message)") }
                 throw MsgError(.config, "\(address.display) refused the connection: \(refusal.message); check the token")
             }
             throw MsgError(.unreachable, "\(address.display) does not speak the msg protocol (bad answer to hello)")

@@ -4,7 +4,7 @@
 import MsgKit
 import MsgSupport
 
-/// A `tcp://HOST:PORT?…` URL, read for either side.
+/// A `tcp://HOST:PORT?…` URL (or `tls://`), read for either side.
 ///
 /// Parameters: `token` or `token_file` (both sides: the secret, or a file holding it
 /// that only its owner can read, so the secret is in neither argv nor the
@@ -12,32 +12,40 @@ import MsgSupport
 /// `connect_timeout` (client, default 3s), `idle` (listener: a connection that
 /// sends nothing for this long, with nothing to answer, is closed; default 5m; a
 /// sender makes a connection unused for a minute anew, so keep it above that).
-struct TCPAddress: Sendable {
-    var host: String
-    var port: Int
-    var token: String?
+/// The parameters of the stream's security (`tls://`'s certificates) are kept in
+/// ``extra`` for it to read.
+public struct TCPAddress: Sendable {
+    /// `tcp` or `tls`.
+    public var scheme: String
+    public var host: String
+    public var port: Int
+    public var token: String?
     var window = 128
     var connectTimeout = MsgDuration.seconds(3)
     var idle = MsgDuration.seconds(300)
+    /// The parameters named in `extra` at init, as given.
+    public var extra: [String: String] = [:]
 
+    /// - Parameters: `extra`, the parameters the security reads (kept in ``extra``).
     /// - Throws: `config` naming what is wrong.
-    init(_ url: PluginURL, listening: Bool) throws(MsgError) {
+    public init(_ url: PluginURL, listening: Bool, scheme: String = "tcp", extra known: [String] = []) throws(MsgError) {
+        self.scheme = scheme
         guard let authority = url.authority, !authority.isEmpty, url.path.isEmpty || url.path == "/" else {
-            throw MsgError(.config, "'\(url.text)' is not a TCP address; write tcp://HOST:PORT, e.g. tcp://127.0.0.1:7000")
+            throw MsgError(.config, "'\(url.text)' is not a \(scheme.uppercased()) address; write \(scheme)://HOST:PORT, e.g. \(scheme)://127.0.0.1:7000")
         }
         let hostPart: Substring, portPart: Substring
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let rest = authority[authority.index(after: close)...]
-            guard rest.hasPrefix(":") else { throw MsgError(.config, "'\(url.text)' has no port; write tcp://[::1]:7000") }
+            guard rest.hasPrefix(":") else { throw MsgError(.config, "'\(url.text)' has no port; write \(scheme)://[::1]:7000") }
             portPart = rest.dropFirst()
         } else if let colon = authority.lastIndex(of: ":") {
             hostPart = authority[..<colon]
             portPart = authority[authority.index(after: colon)...]
         } else {
-            throw MsgError(.config, "'\(url.text)' has no port; write tcp://\(authority):PORT")
+            throw MsgError(.config, "'\(url.text)' has no port; write \(scheme)://\(authority):PORT")
         }
-        guard !hostPart.isEmpty else { throw MsgError(.config, "'\(url.text)' has no host; write tcp://HOST:PORT") }
+        guard !hostPart.isEmpty else { throw MsgError(.config, "'\(url.text)' has no host; write \(scheme)://HOST:PORT") }
         guard let port = Int(portPart), (listening ? 0 : 1)...65535 ~= port else {
             throw MsgError(.config, "'\(url.text)': port '\(portPart)' is not a number from \(listening ? 0 : 1) to 65535")
         }
@@ -62,9 +70,12 @@ struct TCPAddress: Sendable {
                     throw MsgError(.config, "'\(url.text)': idle=\(value): \(error.message)")
                 }
                 guard idle.milliseconds >= 100 else { throw MsgError(.config, "'\(url.text)': idle=\(value) is shorter than 100ms") }
+            case _ where known.contains(name):
+                guard !value.isEmpty else { throw MsgError(.config, "'\(url.text)': \(name) must not be empty") }
+                extra[name] = value
             default:
-                let known = listening ? "token, token_file, idle" : "token, token_file, window, connect_timeout"
-                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known)")
+                let known = (listening ? ["token", "token_file", "idle"] : ["token", "token_file", "window", "connect_timeout"]) + known
+                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known.joined(separator: ", "))")
             }
         }
     }
@@ -79,12 +90,12 @@ struct TCPAddress: Sendable {
     }
 
     /// Whether only this host can reach the address (a loopback address or name).
-    var isLoopback: Bool {
+    public var isLoopback: Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     /// `tcp://HOST:PORT`, brackets around an IPv6 host, no parameters (never the token).
-    var display: String {
-        host.contains(":") ? "tcp://[\(host)]:\(port)" : "tcp://\(host):\(port)"
+    public var display: String {
+        host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
     }
 }

@@ -107,7 +107,13 @@ enum Wire {
             throw MsgError(.remote, "the receiver answered with invalid JSON: \(error)")
         }
         if value["op"]?.stringValue == "hello" {
-            return .hello(refused: value["ok"] == .bool(true) ? nil : refusal(value["error"]))
+            guard value["ok"] != .bool(true) else { return .hello(refused: nil) }
+            // A hello refused as a configuration error (the other wire: TLS against
+            // clear text) stays one; other refusals read as those of records do.
+            if value["error"]?["code"]?.stringValue == MsgError.Code.config.name {
+                return .hello(refused: MsgError(.config, value["error"]?["message"]?.stringValue ?? "no reason given"))
+            }
+            return .hello(refused: refusal(value["error"]))
         }
         let id = value["id"]?.stringValue
         if let delivered = value["delivered"] {

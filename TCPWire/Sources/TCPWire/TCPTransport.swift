@@ -11,6 +11,7 @@ import NIOPosix
 /// resend by id, and ``lookup(_:)-(String)`` asks the receiver.
 public final class TCPTransport: Transport {
     private let address: TCPAddress
+    private let security: any WireSecurity
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var connection: TCPConnection?
     /// When the connection was last handed out: one kept unused for ``reuseLimit``
@@ -21,8 +22,14 @@ public final class TCPTransport: Transport {
     static let reuseLimit = TimeAmount.seconds(60)
 
     /// - Throws: `config` for a URL that is not `tcp://HOST:PORT`.
-    public init(url: PluginURL) throws(MsgError) {
-        address = try TCPAddress(url, listening: false)
+    public convenience init(url: PluginURL) throws(MsgError) {
+        self.init(address: try TCPAddress(url, listening: false), security: PlainWire())
+    }
+
+    /// A sender to `address` over `security`'s stream.
+    public init(address: TCPAddress, security: any WireSecurity) {
+        self.address = address
+        self.security = security
     }
 
     deinit {
@@ -118,7 +125,7 @@ public final class TCPTransport: Transport {
         if let connection, connection.isOpen, now - lastUsed < Self.reuseLimit { return connection }
         connection?.close()
         connection = nil
-        let fresh = try TCPConnection(address, group: group)
+        let fresh = try TCPConnection(address, security: security, group: group)
         connection = fresh
         return fresh
     }
@@ -127,14 +134,5 @@ public final class TCPTransport: Transport {
         var text = r.deliveredJSON
         text.append(UInt8(ascii: "\n"))
         return text
-    }
-}
-
-/// Registers the `tcp` transport and the `tcp` listener.
-@_cdecl("msg_plugin_register")
-public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
-    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "TCPTransport", version: MsgVersion.current) { r in
-        r.transport(scheme: "tcp") { url throws(MsgError) in try TCPTransport(url: url) }
-        r.listener(scheme: "tcp") { url, context throws(MsgError) in try TCPListener(url: url, context: context) }
     }
 }

@@ -60,7 +60,8 @@ final class ClientHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        fail(MsgError(.unreachable, "connection lost: \(TCPListener.describe(error))"), context)
+        // The error is kept, for the stream's security to word its own (a TLS alert).
+        fail(MsgError(.unreachable, "connection lost: \(TCPListener.describe(error))", underlying: error), context)
     }
 
     /// Once anything goes wrong the answers can no longer be matched: fail every
