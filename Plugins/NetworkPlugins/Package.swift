@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
-// The plugins that are a package of their own: the postgres:// store and the
-// http:// and https:// transport. PostgresNIO and AsyncHTTPClient bring SwiftNIO,
+// The plugins that are a package of their own: the postgres:// store, the
+// http:// and https:// transport and the tls:// transport and listener (msg's
+// protocol of tcp://, from the TCPWire package, over swift-nio-ssl). PostgresNIO and AsyncHTTPClient bring SwiftNIO,
 // swift-nio-ssl, swift-nio-http2 and swift-crypto (two BoringSSL builds), which
 // took a clean release build of msg from 2 to 6.4 minutes for postgres alone; in
 // one package the two plugins share one build of all that. Only those who want
@@ -18,11 +19,13 @@ let package = Package(
     products: [
         .library(name: "PostgresStore", type: .dynamic, targets: ["PostgresStore"]),
         .library(name: "HTTPTransport", type: .dynamic, targets: ["HTTPTransportPlugin"]),
+        .library(name: "TLSTransport", type: .dynamic, targets: ["TLSTransport"]),
     ],
     dependencies: [
         .package(path: "../../MsgKit"),
         .package(path: "../../MsgKitTesting"),
         .package(path: "../../MsgSupport"),
+        .package(path: "../../TCPWire"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -58,6 +61,19 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: testable,
+            linkerSettings: pluginRpath
+        ),
+        .target(
+            name: "TLSTransport",
+            dependencies: [
+                .product(name: "MsgKit", package: "MsgKit"),
+                .product(name: "MsgSupport", package: "MsgSupport"),
+                .product(name: "TCPWire", package: "TCPWire"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             linkerSettings: pluginRpath
         ),
         .target(name: "HTTPTransportPlugin", dependencies: ["HTTPTransport", .product(name: "MsgKit", package: "MsgKit")],

@@ -103,7 +103,7 @@ public final class Session {
               url.parameters.contains(where: { $0.name == "token" || $0.name == "token_file" }) else { return nil }
         let host = authority.hasPrefix("[") ? String(authority.dropFirst().prefix { $0 != "]" }) : String(authority.prefix { $0 != ":" })
         if host == "localhost" || host == "::1" || host.hasPrefix("127.") { return nil }
-        return "warning: tcp://\(authority) is sent its token in clear text: anyone on the network path can read it and deliver into the receiver with it; carry tcp:// through a tunnel (ssh -L, WireGuard) or a network only your hosts reach"
+        return "warning: tcp://\(authority) is sent its token in clear text: anyone on the network path can read it and deliver into the receiver with it; use tls:// (msg-tcp(7)), a tunnel (ssh -L, WireGuard) or a network only your hosts reach"
     }
 }
 

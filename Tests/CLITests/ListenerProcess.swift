@@ -16,6 +16,7 @@ final class ListenerProcess {
         process.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         process.arguments = ["listen"] + (address.map { [$0] } ?? []) + arguments
         process.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"].merging(environment) { $1 }
+        process.currentDirectoryURL = URL(fileURLWithPath: s.home)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
@@ -26,7 +27,7 @@ final class ListenerProcess {
             said += String(decoding: chunk, as: UTF8.self)
         }
         guard let on = said.range(of: "listening on "),
-              let range = said[on.upperBound...].range(of: #"tcp://[^ ,]+"#, options: .regularExpression) else {
+              let range = said[on.upperBound...].range(of: #"(tcp|tls)://[^ ,]+"#, options: .regularExpression) else {
             throw MsgError(.unavailable, "msg listen did not start: \(said)")
         }
         url = String(said[range])

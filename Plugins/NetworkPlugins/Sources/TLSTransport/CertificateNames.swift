@@ -1,0 +1,32 @@
+import NIOSSL
+
+/// Whether a certificate is for a host name: one of its DNS names is the name, or a
+/// wildcard (`*.example.com`) for one label of it (RFC 6125); with no DNS name at
+/// all, its common name is.
+enum CertificateNames {
+    static func names(_ certificate: NIOSSLCertificate, _ host: String) -> Bool {
+        let wanted = host.lowercased().trimmingSuffix(".")
+        var dnsNames: [String] = []
+        for name in certificate._subjectAlternativeNames() where name.nameType == .dnsName {
+            dnsNames.append(String(decoding: Array(name.contents), as: UTF8.self).lowercased())
+        }
+        if dnsNames.isEmpty {
+            // Only a certificate with no DNS name is read by its subject's CN.
+            // (Its description is the one public reader of the CN: `;common_name=NAME`.)
+            let text = certificate.description.lowercased()
+            return text.contains(";common_name=\(wanted);") || text.contains(";common_name=\(wanted)>")
+        }
+        return dnsNames.contains { matches($0.trimmingSuffix("."), wanted) }
+    }
+
+    static func matches(_ pattern: String, _ host: String) -> Bool {
+        if pattern == host { return true }
+        guard pattern.hasPrefix("*."), let dot = host.firstIndex(of: ".") else { return false }
+        let first = host[..<dot]
+        return !first.isEmpty && pattern.dropFirst(1) == host[dot...]
+    }
+}
+
+private extension String {
+    func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
+}
