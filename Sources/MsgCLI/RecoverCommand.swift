@@ -36,7 +36,9 @@ struct RecoverCommand: SessionCommand {
         try writer.finish()
         if summary.total > 0 {
             let verb = dryRun ? "would recover" : "recovered"
-            session.console.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again")
+            let unchecked = summary.unchecked == 0 ? ""
+                : " (\(summary.unchecked) the transport cannot check: they go again and may arrive twice, with their same id)"
+            session.console.say("\(verb) \(summary.total) message\(summary.total == 1 ? "" : "s"): \(summary.markedSent) already delivered (sent), \(summary.requeued) queued again\(unchecked)")
         }
         if summary.young + summary.alive > 0 && (verbose || session.console.errorIsTerminal) {
             var why: [String] = []

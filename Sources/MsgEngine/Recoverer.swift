@@ -12,6 +12,9 @@ public struct Recoverer {
     public struct Summary: Sendable, Equatable {
         public var markedSent = 0
         public var requeued = 0
+        /// Of those queued again, those the transport cannot tell about (no
+        /// lookup, as smtp://): sent again, each may arrive twice.
+        public var unchecked = 0
         /// Left alone: sending for less than `staleAfter`.
         public var young = 0
         /// Left alone: their sender is still running.
@@ -68,9 +71,9 @@ public struct Recoverer {
         // What is sending but too young to judge, said so a run right after a crash
         // does not look like a run that found nothing.
         summary.young = max(0, try store.count(Query(statuses: [.sending], ids: targets.map(Set.init))) - candidates.count)
-        var known: [String: Bool] = [:]
+        var known: [String: Bool?] = [:]
         known.reserveCapacity(candidates.count)
-        for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer ?? false }
+        for (id, answer) in zip(candidates, try transport.lookup(candidates)) { known[id] = answer }
         // Claims of at most `chunk` records, each printed when committed: memory does
         // not grow with the number of records, and each record is read once.
         var owners: [OwnerKey: Bool] = [:]
@@ -92,14 +95,14 @@ public struct Recoverer {
                 }
                 var x = m
                 x.lease = nil
-                var delivered = false
-                if let answer = known[m.id] { delivered = answer } else { delivered = try transport.lookup(m.id) ?? false }
-                if delivered {
+                let answer: Bool? = if let asked = known[m.id] { asked } else { try transport.lookup(m.id) }
+                if answer == true {
                     try x.transition(to: .sent, event: "recovered", at: now)
                     summary.markedSent += 1
                 } else {
                     try x.transition(to: .queued, event: "recovered", at: now)
                     summary.requeued += 1
+                    if answer == nil { summary.unchecked += 1 }
                 }
                 if dryRun {
                     decided.append(x)

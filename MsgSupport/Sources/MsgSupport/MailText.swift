@@ -84,7 +84,7 @@ public enum MailText {
     }
 
     /// A name as a message may show it: control characters as `?`, at most 64 bytes.
-    static func printable(_ name: String) -> String {
+    public static func printable(_ name: String) -> String {
         let shown = String(String.UnicodeScalarView(name.unicodeScalars.prefix(64).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
         return "'\(shown)'"
     }

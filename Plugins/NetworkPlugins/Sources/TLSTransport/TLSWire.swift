@@ -4,6 +4,7 @@ import NIOSSL
 import NIOTLS
 import Synchronization
 import TCPWire
+import TLSCommon
 
 /// The sender's side of `tls://HOST:PORT?ca=FILE&cert=FILE&key=FILE&server_name=NAME`:
 /// TLS 1.2 or 1.3 under msg's protocol, the receiver's certificate verified against
@@ -67,8 +68,8 @@ struct TLSClientWire: WireSecurity {
     func addServerHandlers(to channel: any Channel, guard: WireGuard, refuse: @escaping @Sendable (String) -> Void) throws {}
 
     func explain(_ error: any Error, address: TCPAddress) -> MsgError? {
-        TLSReason.explain(error, address: address, serverName: serverName) { () -> NIOSSLCertificate? in
-            TLSProbe.peerCertificate(address: address, configuration: configuration, serverName: serverName)
+        TLSReason.explain(error, display: address.display, name: serverName ?? address.host) { () -> NIOSSLCertificate? in
+            TLSProbe.peerCertificate(host: address.host, port: address.port, configuration: configuration, serverName: serverName)
         }
     }
 

@@ -3,13 +3,12 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import TCPWire
 
 /// Fetches a receiver's certificate without verifying it, only to say why it did
 /// not verify (expired, not yet valid, signed by a CA msg does not trust). The
 /// connection is closed as soon as the handshake is done: nothing is sent over it.
-enum TLSProbe {
-    static func peerCertificate(address: TCPAddress, configuration: TLSConfiguration, serverName: String?) -> NIOSSLCertificate? {
+public enum TLSProbe {
+    public static func peerCertificate(host: String, port: Int, configuration: TLSConfiguration, serverName: String?) -> NIOSSLCertificate? {
         var tls = configuration
         tls.certificateVerification = .none
         guard let context = try? NIOSSLContext(configuration: tls) else { return nil }
@@ -23,7 +22,7 @@ enum TLSProbe {
                     try channel.pipeline.syncOperations.addHandler(HandshakeWaiter())
                 }
             }
-        guard let channel = try? bootstrap.connect(host: address.host, port: address.port).wait() else { return nil }
+        guard let channel = try? bootstrap.connect(host: host, port: port).wait() else { return nil }
         defer { channel.close(promise: nil) }
         let certificate = channel.eventLoop.flatSubmit { () -> EventLoopFuture<NIOSSLCertificate?> in
             guard let waiter = try? channel.pipeline.syncOperations.handler(type: HandshakeWaiter.self) else {

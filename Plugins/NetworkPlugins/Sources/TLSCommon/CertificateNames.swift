@@ -3,8 +3,8 @@ import NIOSSL
 /// Whether a certificate is for a host name: one of its DNS names is the name, or a
 /// wildcard (`*.example.com`) for one label of it (RFC 6125); with no DNS name at
 /// all, its common name is.
-enum CertificateNames {
-    static func names(_ certificate: NIOSSLCertificate, _ host: String) -> Bool {
+public enum CertificateNames {
+    public static func names(_ certificate: NIOSSLCertificate, _ host: String) -> Bool {
         let wanted = host.lowercased().trimmingSuffix(".")
         var dnsNames: [String] = []
         for name in certificate._subjectAlternativeNames() where name.nameType == .dnsName {
@@ -19,7 +19,7 @@ enum CertificateNames {
         return dnsNames.contains { matches($0.trimmingSuffix("."), wanted) }
     }
 
-    static func matches(_ pattern: String, _ host: String) -> Bool {
+    public static func matches(_ pattern: String, _ host: String) -> Bool {
         if pattern == host { return true }
         guard pattern.hasPrefix("*."), let dot = host.firstIndex(of: ".") else { return false }
         let first = host[..<dot]

@@ -8,10 +8,10 @@ import NIOSSL
 /// The PEM files of `tls://`: certificates anyone may read, keys only their owner
 /// (read as the other secret files are: refused when others may read them, and
 /// never printed).
-enum TLSFiles {
+public enum TLSFiles {
     /// The certificates in `path` (a chain, or the CAs to trust).
     /// - Throws: `config` naming the file and the parameter.
-    static func certificates(_ path: String, parameter: String) throws(MsgError) -> [NIOSSLCertificate] {
+    public static func certificates(_ path: String, parameter: String) throws(MsgError) -> [NIOSSLCertificate] {
         let bytes: [UInt8]
         do throws(MsgError) {
             let fd = try SystemCalls.open(path, O_RDONLY | O_CLOEXEC, code: .config)
@@ -32,7 +32,7 @@ enum TLSFiles {
 
     /// The private key in `path`, which only its owner may read.
     /// - Throws: `config` naming the file (never its content).
-    static func key(_ path: String, parameter: String) throws(MsgError) -> NIOSSLPrivateKey {
+    public static func key(_ path: String, parameter: String) throws(MsgError) -> NIOSSLPrivateKey {
         let bytes = try SystemCalls.readPrivateFile(path, what: "tls: \(parameter)")
         do { return try NIOSSLPrivateKey(bytes: bytes, format: .pem) } catch {
             throw MsgError(.config, "tls: \(parameter)=\(path) holds no PEM private key that reads")

@@ -3,21 +3,20 @@
 #endif
 import MsgKit
 import NIOSSL
-import TCPWire
 
 /// What went wrong in a sender's TLS, in one line a user can act on. Every such
 /// failure is a configuration error (exit 78): retrying cannot help until a
 /// certificate, a name or a scheme is fixed, and the messages stay queued.
-enum TLSReason {
-    /// The error's words for `address`, or nil when it is no TLS failure.
+public enum TLSReason {
+    /// The error's words for the peer at `display` (`tls://HOST:PORT`), whose
+    /// certificate should name `name`, or nil when it is no TLS failure.
     /// `probe` fetches the receiver's certificate without verifying it, to tell an
     /// expired one from one no trusted CA signed (BoringSSL says only that it did
     /// not verify); it is called only then, and nothing is sent over it.
-    static func explain(_ error: any Error, address: TCPAddress, serverName: String?,
-                        probe: () -> NIOSSLCertificate?) -> MsgError? {
-        let name = serverName ?? address.host
+    public static func explain(_ error: any Error, display: String, name: String,
+                               probe: () -> NIOSSLCertificate?) -> MsgError? {
         if let e = error as? NIOSSLExtraError, e == .failedToValidateHostname {
-            return MsgError(.config, "\(address.display): its certificate is not for \(name); nothing was sent (server_name= names the host the certificate is for)")
+            return MsgError(.config, "\(display): its certificate is not for \(name); nothing was sent (server_name= names the host the certificate is for)")
         }
         guard error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError else { return nil }
         let why: String
@@ -35,18 +34,18 @@ enum TLSReason {
             why = "no TLS version in common (msg speaks TLS 1.2 and 1.3)"
         case "EOF during handshake":
             // A listener past its caps closes so: a passing state, tried again later.
-            return MsgError(.unreachable, "\(address.display) closed the connection during the TLS handshake; trying again later")
+            return MsgError(.unreachable, "\(display) closed the connection during the TLS handshake; trying again later")
         case let other?:
             why = "the TLS handshake failed (\(other))"
         case nil:
             if let e = error as? NIOSSLError, case .uncleanShutdown = e { return nil }
             why = "the TLS handshake failed (\(short(error)))"
         }
-        return MsgError(.config, "\(address.display): \(why); nothing was sent")
+        return MsgError(.config, "\(display): \(why); nothing was sent")
     }
 
     /// Why a certificate did not verify, from the certificate itself.
-    static func unverified(_ certificate: NIOSSLCertificate?, name: String) -> String {
+    public static func unverified(_ certificate: NIOSSLCertificate?, name: String) -> String {
         guard let certificate else { return "its certificate does not verify (CERTIFICATE_VERIFY_FAILED)" }
         let now = time(nil)
         if certificate.notValidAfter < now {
@@ -59,7 +58,7 @@ enum TLSReason {
     }
 
     /// BoringSSL's reason code in the error (`CERTIFICATE_VERIFY_FAILED`), if any.
-    static func code(_ error: any Error) -> String? {
+    public static func code(_ error: any Error) -> String? {
         let text = "\(error)"
         let known = ["CERTIFICATE_VERIFY_FAILED", "TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_BAD_CERTIFICATE",
                      "TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_CERTIFICATE_UNKNOWN", "SSLV3_ALERT_HANDSHAKE_FAILURE",
@@ -71,19 +70,19 @@ enum TLSReason {
     }
 
     /// An error's text, at most 200 characters.
-    static func short(_ error: any Error) -> String {
+    public static func short(_ error: any Error) -> String {
         let text = "\(error)"
         return text.count > 200 ? String(text.prefix(200)) + "…" : text
     }
 
     /// Whether `host` is an IP address (which SNI must not carry).
-    static func isAddress(_ host: String) -> Bool {
+    public static func isAddress(_ host: String) -> Bool {
         var v4 = in_addr(), v6 = in6_addr()
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
     /// `2026-11-25 10:00:00 UTC`.
-    static func date(_ t: time_t) -> String {
+    public static func date(_ t: time_t) -> String {
         var t = t
         var parts = tm()
         gmtime_r(&t, &parts)
