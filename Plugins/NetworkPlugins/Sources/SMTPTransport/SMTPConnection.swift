@@ -259,16 +259,11 @@ final class SMTPConnection {
         }.wait()
     }
 
+    /// A probe verifies nothing, so it checks no name either (SNI is still sent).
     private static func tlsHandler(_ tls: (context: NIOSSLContext, configuration: TLSConfiguration, name: String?),
                                    probing: Bool) throws -> NIOSSLClientHandler {
-        guard let name = tls.name, !probing else { return try NIOSSLClientHandler(context: tls.context, serverHostname: tls.name) }
-        return try NIOSSLClientHandler._makeSSLClientHandler(
-            context: tls.context, serverHostname: name,
-            additionalPeerCertificateVerificationCallback: { certificate, channel in
-                CertificateNames.names(certificate, name)
-                    ? channel.eventLoop.makeSucceededVoidFuture()
-                    : channel.eventLoop.makeFailedFuture(NIOSSLExtraError.failedToValidateHostname)
-            })
+        if probing { return try NIOSSLClientHandler(context: tls.context, serverHostname: tls.name) }
+        return try CertificateNames.clientHandler(tls.context, name: tls.name)
     }
 
     /// RFC 5321 4.5.2: a line that starts with a dot gets one more.

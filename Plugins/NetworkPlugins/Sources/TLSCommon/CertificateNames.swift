@@ -30,3 +30,21 @@ public enum CertificateNames {
 private extension String {
     func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
 }
+
+extension CertificateNames {
+    /// A client's TLS handler for a server that must be `name` (nil: an address,
+    /// checked by swift-nio-ssl against the certificate's IP addresses). A name is
+    /// checked again, strictly, before the handshake completes and anything is
+    /// sent: swift-nio-ssl also accepts a certificate that names the address
+    /// connected to instead. (An underscored API: the one hook that runs there.)
+    public static func clientHandler(_ context: NIOSSLContext, name: String?) throws -> NIOSSLClientHandler {
+        guard let name else { return try NIOSSLClientHandler(context: context, serverHostname: nil) }
+        return try NIOSSLClientHandler._makeSSLClientHandler(
+            context: context, serverHostname: name,
+            additionalPeerCertificateVerificationCallback: { certificate, channel in
+                names(certificate, name)
+                    ? channel.eventLoop.makeSucceededVoidFuture()
+                    : channel.eventLoop.makeFailedFuture(NIOSSLExtraError.failedToValidateHostname)
+            })
+    }
+}

@@ -47,22 +47,7 @@ struct TLSClientWire: WireSecurity {
     var authenticatesClients: Bool { false }
 
     func addClientHandlers(to channel: any Channel, address: TCPAddress) throws {
-        guard let name = serverName else {
-            // An address: swift-nio-ssl checks it against the certificate's IP addresses.
-            try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: nil))
-            return
-        }
-        // A name: swift-nio-ssl also accepts a certificate that names the address
-        // connected to instead, so the name is checked again, strictly, before the
-        // handshake completes and anything (the token) is sent. (An underscored API:
-        // the one hook that runs there.)
-        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler._makeSSLClientHandler(
-            context: context, serverHostname: name,
-            additionalPeerCertificateVerificationCallback: { certificate, channel in
-                CertificateNames.names(certificate, name)
-                    ? channel.eventLoop.makeSucceededVoidFuture()
-                    : channel.eventLoop.makeFailedFuture(NIOSSLExtraError.failedToValidateHostname)
-            }))
+        try channel.pipeline.syncOperations.addHandler(CertificateNames.clientHandler(context, name: serverName))
     }
 
     func addServerHandlers(to channel: any Channel, guard: WireGuard, refuse: @escaping @Sendable (String) -> Void) throws {}
