@@ -24,7 +24,10 @@ import Testing
     final class Postfix {
         let dir: String
         let url: String
+        /// Kept so the sandbox, and the directory Postfix runs in, outlive it.
+        private let sandbox: Sandbox
         init(_ s: Sandbox) throws {
+            sandbox = s
             dir = s.home + "/postfix"
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let r = try s.sh("'\(SMTPTests.repository)/scripts/postfix' start '\(dir)' server.pem server-key.pem")

@@ -153,28 +153,34 @@ final class SMTPConnection {
                 replies = try exchange(Array((mail + rcpt + "DATA\r\n").utf8), replies: 3, during: "MAIL, RCPT and DATA", deadline: deadline)
             } else {
                 replies = try exchange(Array(mail.utf8), replies: 1, during: "MAIL FROM", deadline: deadline)
-                if replies[0].isPositive { replies += try exchange(Array(rcpt.utf8), replies: 1, during: "RCPT TO", deadline: deadline) }
-                if replies.count == 2 && replies[1].isPositive { replies += try exchange(Array("DATA\r\n".utf8), replies: 1, during: "DATA", deadline: deadline) }
+                if replies[0].isCompletion { replies += try exchange(Array(rcpt.utf8), replies: 1, during: "RCPT TO", deadline: deadline) }
+                if replies.count == 2 && replies[1].isCompletion { replies += try exchange(Array("DATA\r\n".utf8), replies: 1, during: "DATA", deadline: deadline) }
             }
         } catch {
             usable = false
             return .failed(error, retryAfter: nil)
         }
         let steps = ["MAIL FROM", "RCPT TO <\(to)>", "DATA"]
-        if let refused = replies.firstIndex(where: { !$0.isPositive }) {
+        // MAIL and RCPT want 2xx, DATA 354 (RFC 5321 4.3.2).
+        if let refused = replies.indices.first(where: { $0 == 2 ? replies[$0].code != 354 : !replies[$0].isCompletion }) {
             // A DATA the server took although what came before failed gets an empty
             // mail ended at once, which it cannot deliver (no recipient).
             if replies.count == 3 && replies[2].code == 354 {
                 _ = try? exchange(Array(".\r\n".utf8), replies: 1, during: "the end of DATA", deadline: deadline)
             }
             reset(deadline)
-            return outcome(replies[refused], step: steps[refused])
+            let reply = replies[refused]
+            if reply.isCompletion || !(400..<600).contains(reply.code) {
+                // Not an answer for this step (250 to DATA, 354 to MAIL): not a refusal of the mail.
+                return .failed(MsgError(.remote, "\(settings.display) answered \(steps[refused]) with \(reply.shown), out of turn"), retryAfter: nil)
+            }
+            return outcome(reply, step: steps[refused])
         }
         var body = Self.dotStuffed(data)
         body += Array(".\r\n".utf8)
         do throws(MsgError) {
             let final = try exchange(body, replies: 1, during: "the end of DATA", deadline: deadline)[0]
-            if !final.isPositive { reset(deadline) }
+            if !final.isCompletion { reset(deadline) }
             return outcome(final, step: "the mail")
         } catch {
             // The window SMTP leaves (RFC 1047): the mail is out, its reply is not in.
@@ -192,8 +198,9 @@ final class SMTPConnection {
         if (try? exchange(Array("RSET\r\n".utf8), replies: 1, during: "RSET", deadline: deadline))?.first?.code != 250 { usable = false }
     }
 
+    /// What a refusal (or the final reply) makes of the mail.
     private func outcome(_ reply: SMTPReply, step: String) -> DeliveryOutcome {
-        if reply.isPositive { return .delivered(confirmed: false) }
+        if reply.isCompletion { return .delivered(confirmed: false) }
         if reply.code == 530 {
             // Authentication required (RFC 4954): no mail goes until the transport
             // is set up to log in, so the run stops (Transport requirement 4).
@@ -202,7 +209,7 @@ final class SMTPConnection {
         }
         if reply.code == 421 { usable = false }
         let said = "\(settings.display) answered \(step) with \(reply.shown)"
-        return .failed(MsgError(reply.isTransient ? .remote : .rejected, said), retryAfter: nil)
+        return .failed(MsgError((500..<600).contains(reply.code) ? .rejected : .remote, said), retryAfter: nil)
     }
 
     /// Whether the connection can take another mail.

@@ -15,7 +15,8 @@ struct SMTPReply: Sendable, Equatable {
         return whole.count > 300 ? String(whole.prefix(300)) + "…" : whole
     }
 
-    var isPositive: Bool { (200..<400).contains(code) }
+    /// 2xx: done (RFC 5321 4.2.1).
+    var isCompletion: Bool { (200..<300).contains(code) }
     var isTransient: Bool { (400..<500).contains(code) }
 }
 
