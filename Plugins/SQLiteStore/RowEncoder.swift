@@ -37,9 +37,9 @@ enum StoredColumns {
 /// ?3 recipient, ?4 created_at, ?5 updated_at, ?6 due_at, ?7 lease_until, ?8 open,
 /// ?9 record, ?10 history_at.
 enum RowEncoder {
-    /// Binds `r` and runs `s` while its text is alive (the text is bound without a copy).
-    static func run(_ r: EncodedMessage, _ s: SQLiteStatement, _ what: String) throws(MsgError) {
-        let m = r.message
+    /// Binds `r` (whose message, read once by the caller, is `m`) and runs `s` while
+    /// its text is alive (the text is bound without a copy).
+    static func run(_ r: EncodedMessage, _ m: Message, _ s: SQLiteStatement, _ what: String) throws(MsgError) {
         s.bind(1, m.id)
         s.bind(2, m.status.rawValue)
         s.bind(3, m.to)

@@ -34,7 +34,7 @@ final class SQLiteStatement {
     }
 
     /// Binds text without copying it: `bytes` must stay alive until the statement
-    /// has run (``RowEncoder/run(_:_:_:)`` steps inside the buffer's lifetime).
+    /// has run (``RowEncoder/run(_:_:_:_:)`` steps inside the buffer's lifetime).
     func bindStatic(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             _ = sqlite3_bind_text(stmt, index, "", 0, transient)

@@ -59,13 +59,14 @@ public final class SQLiteStore: Store {
                 results.reserveCapacity(records.count)
                 for r in records {
                     insert.reset()
-                    try RowEncoder.run(r, insert, "storing a message")
+                    let m = r.message
+                    try RowEncoder.run(r, m, insert, "storing a message")
                     if db.changes == 1 {
-                        tally.added(r.message)
-                        aged(r.message.status.rawValue, r.message.createdAt.milliseconds, 1)
-                        results.append(AddResult(message: r.message, inserted: true))
+                        tally.added(m)
+                        aged(m.status.rawValue, m.createdAt.milliseconds, 1)
+                        results.append(AddResult(message: m, inserted: true))
                     } else {
-                        results.append(AddResult(message: try fetch(r.message.id)?.message ?? r.message, inserted: false))
+                        results.append(AddResult(message: try fetch(m.id)?.message ?? m, inserted: false))
                     }
                 }
                 return results
@@ -230,9 +231,12 @@ public final class SQLiteStore: Store {
     /// of `sending`, `due_at` only for a waiting status; `recipient` only when it
     /// changed (`queue edit`), found when the first try does not apply.
     func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
-        let new = r.message.status
+        // The message read once: each read of `r.message` copies it out of its box
+        // (a retain and a release of each of its fields), several a record.
+        let m = r.message
+        let new = m.status
         // Kept while the record is in flight: its outcome is stored by the same rowid.
-        let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[r.message.id] : rowids.removeValue(forKey: r.message.id))
+        let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[m.id] : rowids.removeValue(forKey: m.id))
         let waiting: (Status) -> Bool = { $0 == .queued || $0 == .failed || $0 == .held }
         var shape = 0
         if StoredColumns.isOpen(expected) != StoredColumns.isOpen(new) { shape |= 1 }
@@ -243,15 +247,15 @@ public final class SQLiteStore: Store {
         s.reset()
         s.bind(11, expected.rawValue)
         if let byRow { s.bind(12, byRow) }
-        try RowEncoder.run(r, s, "updating a message")
+        try RowEncoder.run(r, m, s, "updating a message")
         if db.changes == 1 {
-            tally.changed(from: expected, to: r.message.to, into: r.message)
-            agedChange(from: expected, r.message)
+            tally.changed(from: expected, to: m.to, into: m)
+            agedChange(from: expected, m)
             return true
         }
         // Not applied: another status, another recipient, or no such row.
         let was = try db.statement("SELECT recipient FROM messages WHERE id = ?1 AND status = ?2")
-        was.bind(1, r.message.id)
+        was.bind(1, m.id)
         was.bind(2, expected.rawValue)
         defer { was.reset() }
         guard try was.step("reading a message") else { return false }
@@ -259,10 +263,10 @@ public final class SQLiteStore: Store {
         let edit = try updateStatement(16)
         edit.reset()
         edit.bind(11, expected.rawValue)
-        try RowEncoder.run(r, edit, "updating a message")
+        try RowEncoder.run(r, m, edit, "updating a message")
         guard db.changes == 1 else { return false }
-        tally.changed(from: expected, to: oldTo, into: r.message)
-        agedChange(from: expected, r.message)
+        tally.changed(from: expected, to: oldTo, into: m)
+        agedChange(from: expected, m)
         return true
     }
 
