@@ -151,6 +151,20 @@ import Testing
         #expect(try s.sh("ls faults/new | wc -l").out == "2\n", "only the two taken")
     }
 
+    /// `concurrency=4`: four sessions talk at once (the server sees four mails in
+    /// its hands together), whatever the number of cores.
+    @Test func concurrencyIsSessionsAtOnce() throws {
+        let (s, env) = try sandbox()
+        let server = try FaultServer(s, ["--tls", "server.pem", "server-key.pem"])
+        let r = try s.sh("""
+            seq 8 | awk '{printf "{\\"to\\":\\"slow-300@d%d.example\\",\\"from\\":\\"me@example.com\\",\\"body\\":\\"x\\"}\\n", $1}' | msg compose --enqueue > /dev/null
+            msg flush --transport '\(server.url)?ca=ca.pem&concurrency=4' > /dev/null; echo $?
+            msg queue count --status sent
+            python3 -c 'import json,sys; print(max(json.loads(l)["peak"] for l in open("faults/log")))'
+            """, env: env)
+        #expect(r.lines == ["0", "8", "4"], "\(r.out) \(r.err)")
+    }
+
     @Test func whatRetryingCannotMendStopsTheRunAndSendsNothing() throws {
         let (s, env) = try sandbox()
         let plain = try FaultServer(s, ["--no-starttls"])
@@ -193,10 +207,10 @@ import Testing
         e["MSG_TRANSPORT"] = "\(postfix.url)?ca=ca.pem&concurrency=4"
         let r = try s.sh("""
             seq 2000 | awk '{printf "{\\"to\\":\\"u%d@example.com\\",\\"from\\":\\"me@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1}' | msg compose --enqueue > /dev/null
-            msg flush --concurrency 4 > /dev/null 2>&1 & pid=$!
+            msg flush > /dev/null 2>&1 & pid=$!
             until [ "$(grep -c 'status=sent' postfix/maillog 2>/dev/null || echo 0)" -ge 500 ] || ! kill -0 $pid 2>/dev/null; do sleep 0.005; done
             kill -9 $pid; wait $pid; echo $?
-            msg recover --stale-after 0s > /dev/null 2> recover.err; msg flush --concurrency 4 > /dev/null; echo $?
+            msg recover --stale-after 0s > /dev/null 2> recover.err; msg flush > /dev/null; echo $?
             msg queue count --status sent
             for i in $(seq 400); do [ "$(grep -c 'status=sent' postfix/maillog)" -ge 2000 ] && [ -z "$(ls postfix/queue/active postfix/queue/incoming 2>/dev/null | grep -v :)" ] && break; sleep 0.05; done
             sed -n 's/.*(\\([0-9]*\\) the transport cannot check.*/\\1/p' recover.err

@@ -14,13 +14,17 @@ import Synchronization
 public final class SMTPTransport: Transport {
     private let settings: SMTPSettings
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    /// One session per lane, each used by one thread at a time.
+    /// One session per lane, each used by one thread at a time: its own serial
+    /// queue (a thread of its own while it waits for the server, so `concurrency=`
+    /// sessions talk at once whatever the number of cores).
     private let lanes: [Lane]
+    private let queues: [DispatchQueue]
 
     /// - Throws: `config` for a URL or a file that does not read.
     public init(url: PluginURL) throws(MsgError) {
         settings = try SMTPSettings(url)
         lanes = (0..<settings.concurrency).map { _ in Lane() }
+        queues = (0..<settings.concurrency).map { DispatchQueue(label: "msg.smtp.lane\($0)") }
     }
 
     deinit {
@@ -39,13 +43,17 @@ public final class SMTPTransport: Transport {
         let outcomes = Mutex([DeliveryOutcome?](repeating: nil, count: records.count))
         let (lanes, settings, group) = (self.lanes, self.settings, self.group)
         let box = RecordsBox(records)
-        DispatchQueue.concurrentPerform(iterations: count) { k in
-            let mine = stride(from: k, to: box.records.count, by: count).map { box.records[$0] }
-            let got = Self.send(mine[...], lane: lanes[k], settings: settings, group: group, deadline: deadline)
-            outcomes.withLock { all in
-                for (i, outcome) in zip(stride(from: k, to: box.records.count, by: count), got) { all[i] = outcome }
+        let done = DispatchGroup()
+        for k in 0..<count {
+            queues[k].async(group: done) {
+                let mine = stride(from: k, to: box.records.count, by: count).map { box.records[$0] }
+                let got = Self.send(mine[...], lane: lanes[k], settings: settings, group: group, deadline: deadline)
+                outcomes.withLock { all in
+                    for (i, outcome) in zip(stride(from: k, to: box.records.count, by: count), got) { all[i] = outcome }
+                }
             }
         }
+        done.wait()
         return outcomes.withLock { $0.map { $0 ?? .failed(MsgError(.unreachable, "not sent"), retryAfter: nil) } }
     }
 
@@ -108,7 +116,7 @@ final class Lane: @unchecked Sendable {
     private var lastUsed = NIODeadline.now()
     static let reuseLimit = TimeAmount.seconds(60)
 
-    /// Only one thread uses a lane at a time (``SMTPTransport/deliver(_:deadline:)``).
+    /// Only one thread uses a lane at a time: its queue's (``SMTPTransport/deliver(_:deadline:)``).
     func session(_ settings: SMTPSettings, group: any EventLoopGroup) throws(MsgError) -> SMTPConnection {
         let now = NIODeadline.now()
         defer { lastUsed = now }
