@@ -44,6 +44,10 @@ public final class Flusher {
     }
 
     let store: any Store
+    /// The claims' place in the queue, kept from one run to the next (``run(progress:)``).
+    private let scan = ClaimScan()
+    /// Whether the last run's outcomes ended a hold of ``scan``.
+    private var freedAtEnd = false
     let transport: any Transport
     let openTransport: (() throws(MsgError) -> any Transport)?
     let policy: RetryPolicy
@@ -109,7 +113,19 @@ public final class Flusher {
     /// nothing more is claimed and what was claimed but not attempted goes back
     /// exactly as it was. The lessons of the last outcomes are stored before it ends.
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
-        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage)
+        let started = clock()
+        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage,
+                              scan: scan, freed: freedAtEnd)
+        // A run that ends early leaves a scan this one cannot vouch for.
+        var ended = false
+        defer {
+            if ended {
+                freedAtEnd = claimer.freed
+            } else {
+                scan.rewind()
+                freedAtEnd = false
+            }
+        }
         let misconfigured = FirstError()
         outputError = nil
         defer { progress?.finish() }
@@ -183,6 +199,16 @@ public final class Flusher {
         }
         // What the last outcomes taught goes into the store now, not at the next run.
         say(try claimer.storeLessons(), into: &summary)
+        // The scan is kept for the next run (`flush --watch`: a run a second, and one
+        // a change), which goes on where this one stopped and starts again from the
+        // first message only when a hold may have ended, another process changed the
+        // queue or a time came: with a million waiting behind held destinations, a
+        // run that starts again walks past them all (150 ms). A message that became
+        // due since this run started (a retry's time, set by its outcomes) may lie
+        // behind the scan: its time is one that starts it again.
+        if !options.ignoreDue, let due = try store.nextDue(options.statuses, after: Timestamp(milliseconds: started.milliseconds - 1)) {
+            scan.nextDue = min(scan.nextDue ?? due, due)
+        }
         try summarize(claimer, remaining: remaining, into: &summary)
         if let outputError { throw outputError }
         summary.misconfigured = misconfigured.error
@@ -191,6 +217,7 @@ public final class Flusher {
             summary.notTaken = targets.filter { !claimer.took($0) }
             summary.skipped = summary.notTaken.count
         }
+        ended = true
         return summary
     }
 

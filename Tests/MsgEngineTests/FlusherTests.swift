@@ -61,6 +61,31 @@ func temporaryDirectory() -> String {
         #expect(m.history.map(\.event) == ["queued", "attempt", "failed", "attempt", "failed", "attempt", "sent"])
     }
 
+    /// `flush --watch` runs one Flusher again and again, keeping its scan: a run
+    /// goes on where the last one stopped (a million waiting behind held
+    /// destinations are not walked again each second), yet still finds what
+    /// another process added and what became due since.
+    @Test func aKeptScanFindsWhatOthersAddAndWhatBecomesDue() throws {
+        let clock = TestClock()
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let store = try loader.openStore(url)
+        let other = try loader.openStore(url)
+        let ms = (0..<3).map { Fixtures.message($0, to: "r\($0)", createdOffset: Int64($0)) }
+        _ = try store.add([ms[0], ms[1]])
+        let devNull = open("/dev/null", O_WRONLY)
+        // Each message's first attempt fails (then it waits 1,050 ms), its second goes.
+        let f = try flusher(store, "stdout:?fail_first=1&fd=\(devNull)", clock, statuses: [.queued, .failed])
+        #expect(try f.run() == .init(sent: 0, deferred: 2, dead: 0, skipped: 0))
+        #expect(try f.run() == .init(), "nothing is due: the kept scan finds nothing")
+        _ = try other.add([ms[2]])
+        #expect(try f.run().deferred == 1, "what another process added is found (and tried)")
+        clock.advance(1049)
+        #expect(try f.run() == .init(), "not due 1 ms early")
+        clock.advance(1)
+        #expect(try f.run().sent == 3, "the three failed ones, due now, behind the scan, are found")
+        #expect(try ms.map { try store.get($0.id)?.message.status } == [.sent, .sent, .sent])
+    }
+
     @Test func aFailedMessageDoesNotBlockTheOnesBehindIt() throws {
         let clock = TestClock()
         let store = try loader.openStore("json:\(temporaryDirectory())/q.json")
