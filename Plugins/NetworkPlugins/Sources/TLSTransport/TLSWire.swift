@@ -58,7 +58,7 @@ struct TLSClientWire: WireSecurity {
         }
     }
 
-    /// `{`: msg's protocol in clear text.
+    /// A sender listens nowhere: these are the listener's (``TLSServerWire``).
     var otherWireFirstByte: UInt8 { 0x7B }
     var otherWireRefusal: String { "" }
 }
