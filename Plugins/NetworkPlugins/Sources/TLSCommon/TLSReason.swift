@@ -29,7 +29,7 @@ public enum TLSReason {
              "SSLV3_ALERT_HANDSHAKE_FAILURE", "TLSV1_ALERT_ACCESS_DENIED", "SSLV3_ALERT_CERTIFICATE_EXPIRED":
             why = "the receiver refused this sender's certificate (\(code(error) ?? "")); it wants one its client_ca= signed"
         case "WRONG_VERSION_NUMBER":
-            why = "the receiver does not speak TLS there (WRONG_VERSION_NUMBER); is it a tcp:// listener?"
+            why = "the receiver does not speak TLS there (WRONG_VERSION_NUMBER: a port without TLS, such as a tcp:// listener's, or an SMTP port that wants STARTTLS, smtp://)"
         case "TLSV1_ALERT_PROTOCOL_VERSION", "UNSUPPORTED_PROTOCOL":
             why = "no TLS version in common (msg speaks TLS 1.2 and 1.3)"
         case "EOF during handshake":
