@@ -22,6 +22,10 @@ final class ClaimScan {
     /// The earliest time a pause or a token wait of this scan ends: a run waits for
     /// those (within its patience), not for a breaker's cool-down.
     private(set) var wake: Timestamp?
+    /// The earliest time any hold of this scan ends by itself (a pause, a token, a
+    /// breaker's cool-down, a suspension until a time): then the scan starts again,
+    /// even in a queue nothing else changed (`flush --watch` keeps its scan).
+    private(set) var holdsEnd: Timestamp?
     /// Records in flight in other processes: id to destination, as last read.
     var foreign: [String: String] = [:] {
         didSet { foreignKeys = Set(foreign.values) }
@@ -46,6 +50,7 @@ final class ClaimScan {
         if held[key] == nil { held[key] = why }
         if counting { heldCount[key, default: 0] += 1 }
         if why != .probing { skippable.insert(key) }
+        if let until = why.until { holdsEnd = min(holdsEnd ?? until, until) }
         switch why {
         case .paused(let until), .throttled(let until): wake = min(wake ?? until, until)
         default: break
@@ -65,6 +70,7 @@ final class ClaimScan {
         heldCount = [:]
         skippable = []
         wake = nil
+        holdsEnd = nil
     }
 
     /// Whether the scan must start again before the next claim: a hold may have
@@ -77,6 +83,7 @@ final class ClaimScan {
         if freed { return true }
         if now == nil || now != token { return true }
         if let wake, wake <= time { return true }
+        if let holdsEnd, holdsEnd <= time { return true }
         if let nextDue, nextDue <= time { return true }
         return false
     }

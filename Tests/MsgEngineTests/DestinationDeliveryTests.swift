@@ -224,6 +224,33 @@ final class TracingTransport: Transport {
         #expect(try restarted.destinationStates(nil)["down"] == nil, "a closed breaker keeps no state")
     }
 
+    /// `flush --watch` keeps one Flusher, and its scan, from run to run: a hold that
+    /// ends by its time (a breaker's cool-down, a suspension until a time) must still
+    /// start the scan again when nothing else changes in the queue.
+    @Test func aKeptScanComesBackWhenAHoldEndsByItsTime() throws {
+        let store = try loader.openStore("sqlite:\(temporaryDirectory())/q.sqlite")
+        let down = (0..<3).map { Fixtures.message($0, to: "down", createdOffset: Int64($0)) }
+        let later = (0..<2).map { Fixtures.message(10 + $0, to: "later", createdOffset: 10 + Int64($0)) }
+        _ = try store.add(down + later)
+        let isDown = Mutex(true)
+        let trace = DeliveryTrace(failing: { m in m.to == "down" && isDown.withLock { $0 } })
+        let clock = TestClock()
+        _ = try Destinations(store: store).suspend("later", until: clock.read().adding(.seconds(5)), reason: "maintenance", now: clock.read())
+        var rules = DeliveryRules()
+        rules.breakerThreshold = 1
+        rules.coolDown = .seconds(30)
+        let f = try flusher(store, trace, clock: clock, rules: rules)
+        let first = try f.run()
+        #expect(first.heldBack == 4, "\(first)")
+        #expect(trace.state.withLock { $0.handed } == [down[0].id])
+        clock.advance(5_000)
+        #expect(try f.run().sent == 2, "the suspension ended: the kept scan starts again")
+        isDown.withLock { $0 = false }
+        clock.advance(25_000)
+        #expect(try f.run().sent == 2, "the cool-down ended: a probe, then the rest (the first failed: retry's)")
+        #expect(trace.state.withLock { $0.handed } == [down[0].id] + later.map(\.id) + down[1...].map(\.id))
+    }
+
     @Test func aDestinationThatAsksForAPauseGetsNothingUntilThenAndNoAttemptIsUsed() throws {
         let store = try loader.openStore("sqlite:\(temporaryDirectory())/q.sqlite")
         let slow = (0..<4).map { Fixtures.message($0, to: "api", createdOffset: Int64($0)) }
