@@ -31,7 +31,9 @@ import MsgKit
 /// Schema 5 adds `tallies`, what the store counts with every change (``SQLiteTally``),
 /// so that metrics and per-destination counts read no record; schema 6
 /// `created_minutes`, the records by status and creation minute (``SQLiteAges``), so
-/// that `queue stats` reads none either.
+/// that `queue stats` reads none either; schema 7 `claim_floors`, where each commit
+/// changed the queue (``SQLiteFloors``), so that a kept claim scan goes back only
+/// that far when another process commits.
 ///
 /// Schema 4 keeps dead and held records out of the open ones: a million dead after
 /// an outage cost a flush nothing (a flush of ten past them: 214 ms in schema 3,
@@ -44,7 +46,7 @@ import MsgKit
 /// mock 0.58x, with 5,000 recipients).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 6
+    static let current: Int64 = 7
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -114,6 +116,8 @@ enum SQLiteSchema {
         // Version 6: the records by status and creation minute (``SQLiteAges``), filled
         // by ``migrate(_:)`` with the counts.
         SQLiteAges.table,
+        // Version 7: where each commit changed the queue (``SQLiteFloors``), empty at first.
+        SQLiteFloors.table,
     ]
 
     /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and

@@ -63,6 +63,7 @@ public final class SQLiteStore: Store {
                     try RowEncoder.run(r, m, insert, "storing a message")
                     if db.changes == 1 {
                         tally.added(m)
+                        floors.wrote(m.createdAt, m.id)
                         aged(m.status.rawValue, m.createdAt.milliseconds, 1)
                         results.append(AddResult(message: m, inserted: true))
                     } else {
@@ -166,6 +167,7 @@ public final class SQLiteStore: Store {
                     let status = String(decoding: s.bytes(1), as: UTF8.self)
                     tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: status)
                     aged(status, s.int64(2), -1)
+                    floors.wrote(Timestamp(milliseconds: s.int64(2)), r.id)
                     return true
                 }
             }
@@ -251,6 +253,7 @@ public final class SQLiteStore: Store {
         if db.changes == 1 {
             tally.changed(from: expected, to: m.to, into: m)
             agedChange(from: expected, m)
+            floors.wrote(m.createdAt, m.id)
             return true
         }
         // Not applied: another status, another recipient, or no such row.
@@ -267,6 +270,7 @@ public final class SQLiteStore: Store {
         guard db.changes == 1 else { return false }
         tally.changed(from: expected, to: oldTo, into: m)
         agedChange(from: expected, m)
+        floors.wrote(m.createdAt, m.id)
         return true
     }
 
@@ -307,6 +311,8 @@ public final class SQLiteStore: Store {
     /// What the changes of the transaction under way move (``counted(_:_:)``).
     var tally = Tally()
     var ages: [SQLiteAges.Key: Int] = [:]
+    /// Where the transaction under way changed the queue (``SQLiteFloors``).
+    var floors = SQLiteFloors.Pending()
     /// Log text this handle appended since its last fold (``SQLiteTally/apply(_:_:logged:)``).
     var loggedBytes = 0
 
@@ -334,6 +340,7 @@ public final class SQLiteStore: Store {
 
     func writeStates(_ states: [String: String?]) throws(MsgError) {
         if states.isEmpty { return }
+        floors.wroteState()
         let upsert = try db.statement("INSERT INTO destinations (key, state) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET state = ?2")
         let delete = try db.statement("DELETE FROM destinations WHERE key = ?1")
         for (key, state) in states {

@@ -8,8 +8,9 @@ import MsgKit
 /// pass. A destination held in this scan stays held for every later message of it
 /// (that keeps its FIFO order) until the scan starts again from the first message,
 /// which it does when one of those holds may have ended: the run's own outcome for
-/// it, the end of a pause, cool-down or token wait, another process changing the
-/// queue, or a message becoming due.
+/// it, the end of a pause, cool-down, token wait or suspension, or a message
+/// becoming due. When only another process changed the queue, and the store says
+/// where (``ChangeFloors``), it goes back only that far (``rewind(before:)``).
 final class ClaimScan {
     /// The last message read; the next claim starts after it. Nil: from the first.
     private(set) var position: ClaimPosition?
@@ -17,6 +18,9 @@ final class ClaimScan {
     private(set) var held: [String: DestinationBook.Hold] = [:]
     /// Messages read and left per held destination in this scan.
     private(set) var heldCount: [String: Int] = [:]
+    /// The furthest message counted in ``heldCount``: a scan that goes back part of
+    /// the way (``rewind(before:)``) reads some again.
+    private var countedTo: ClaimPosition?
     /// Held destinations whose messages the store may skip without reading them.
     private(set) var skippable: Set<String> = []
     /// The earliest time a pause or a token wait of this scan ends: a run waits for
@@ -33,6 +37,9 @@ final class ClaimScan {
     private(set) var foreignKeys: Set<String> = []
     /// The store's change token when this scan last claimed.
     var token: UInt64?
+    /// The store's mark of commits (``ChangeFloors``) as of this scan's last look:
+    /// another process's commits since then are asked about from there.
+    var floorMark: Int64?
     /// A claim of this scan read to the end of the queue: everything after its
     /// position is held or was taken, so until the scan starts again (a hold may
     /// have ended, the queue changed, a time came) a claim would only walk past
@@ -45,10 +52,14 @@ final class ClaimScan {
     /// The earliest time a message not due yet becomes due (from the store).
     var nextDue: Timestamp?
 
-    /// Holds `key` for the rest of the scan.
-    func hold(_ key: String, _ why: DestinationBook.Hold, counting: Bool) {
+    /// Holds `key` for the rest of the scan; `counting`: the message read and left
+    /// there, counted once however often the scan goes back over it.
+    func hold(_ key: String, _ why: DestinationBook.Hold, counting at: ClaimPosition? = nil) {
         if held[key] == nil { held[key] = why }
-        if counting { heldCount[key, default: 0] += 1 }
+        if let at, countedTo.map({ $0 < at }) ?? true {
+            heldCount[key, default: 0] += 1
+            countedTo = at
+        }
         if why != .probing { skippable.insert(key) }
         if let until = why.until { holdsEnd = min(holdsEnd ?? until, until) }
         switch why {
@@ -68,23 +79,57 @@ final class ClaimScan {
         exhausted = false
         held = [:]
         heldCount = [:]
+        countedTo = nil
         skippable = []
         wake = nil
         holdsEnd = nil
+        floorMark = nil
+    }
+
+    /// Goes back to just before `floor`, the lowest message other processes' commits
+    /// wrote since the scan last looked (``ChangeFloors``), when no destination state
+    /// changed: the holds by state (suspended, breaker, pause, throttle) stand as
+    /// they were, for those states did not change; a destination held because its
+    /// message was in flight in another process is looked at again, as that message
+    /// may have had its outcome, which is at or after `floor`, and so before any of
+    /// its destination's messages left behind. A probe of the run's own ends only by
+    /// its outcome, which starts the scan from the first message.
+    func rewind(before floor: ClaimPosition) {
+        exhausted = false
+        let before = ClaimPosition(createdAt: floor.createdAt, id: "")
+        if let position, before < position { self.position = before }
+        // Busy in another process, or with the run's share of it pending: read again
+        // (the planner holds it again where that still holds).
+        for (key, why) in held where why == .busy {
+            held[key] = nil
+            heldCount[key] = nil
+            skippable.remove(key)
+        }
+    }
+
+    /// How the scan goes on before the next claim.
+    enum Restart: Equatable {
+        /// Where it stopped.
+        case goOn
+        /// From the first message: a hold may have ended or a time came.
+        case fromFirst
+        /// Another process committed (and nothing else happened): from where its
+        /// commits changed the queue, when the store can say (``ChangeFloors``).
+        case changedElsewhere
     }
 
     /// Whether the scan must start again before the next claim: a hold may have
-    /// ended (`freed`: the run's own outcome for a held destination), another
-    /// process changed the queue (`token` differs, or the store cannot tell), or a
-    /// time came.
-    func mustRewind(token now: UInt64?, freed: Bool, at time: Timestamp) -> Bool {
+    /// ended (`freed`: the run's own outcome for a held destination), a time came,
+    /// or another process changed the queue (`token` differs, or the store cannot
+    /// tell).
+    func restart(token now: UInt64?, freed: Bool, at time: Timestamp) -> Restart {
         // At the first message already, unless a claim from there read to the end.
-        if position == nil && !exhausted { return false }
-        if freed { return true }
-        if now == nil || now != token { return true }
-        if let wake, wake <= time { return true }
-        if let holdsEnd, holdsEnd <= time { return true }
-        if let nextDue, nextDue <= time { return true }
-        return false
+        if position == nil && !exhausted { return .goOn }
+        if freed { return .fromFirst }
+        if let wake, wake <= time { return .fromFirst }
+        if let holdsEnd, holdsEnd <= time { return .fromFirst }
+        if let nextDue, nextDue <= time { return .fromFirst }
+        if now == nil || now != token { return .changedElsewhere }
+        return .goOn
     }
 }

@@ -110,7 +110,7 @@ final class Claimer {
     private func claimOnce(limit: Int) throws(MsgError) -> Round {
         let now = clock()
         let token = try store.changeToken()
-        if scan.mustRewind(token: token, freed: freed, at: now) { scan.rewind() }
+        try restartScan(token: token, now: now)
         freed = false
         // Nothing can be found that the last claim did not find (``ClaimScan/exhausted``);
         // a claim that stores lessons still runs.
@@ -150,6 +150,32 @@ final class Claimer {
         return round
     }
 
+    /// Starts the scan again where it must (``ClaimScan/restart(token:freed:at:)``):
+    /// from the first message, or, when only other processes' commits happened and
+    /// the store says where they changed the queue (``ChangeFloors``), from there.
+    private func restartScan(token: UInt64?, now: Timestamp) throws(MsgError) {
+        let floors = store as? any ChangeFloors
+        switch scan.restart(token: token, freed: freed, at: now) {
+        case .goOn: break
+        case .fromFirst: scan.rewind()
+        case .changedElsewhere:
+            guard let floors, let mark = scan.floorMark else {
+                scan.rewind()
+                break
+            }
+            let change = try floors.changeFloor(since: mark)
+            switch change.floor {
+            case .none: break
+            case .from(let position): scan.rewind(before: position)
+            case .all: scan.rewind()
+            }
+            scan.floorMark = change.mark
+        }
+        // The mark from which the next change elsewhere is asked about: read before
+        // this claim reads the queue, so what commits after it is asked about then.
+        if let floors, scan.floorMark == nil { scan.floorMark = try floors.changeFloor(since: nil).mark }
+    }
+
     /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
     /// - Returns: that claim's round: its lines for stderr and its events.
     func storeLessons() throws(MsgError) -> Round {
@@ -185,7 +211,7 @@ final class Claimer {
     func putsBack(_ key: String) -> Bool {
         guard let s = known[key] else { return false }
         guard case .hold(let hold) = book.verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
-        scan.hold(key, hold, counting: false)
+        scan.hold(key, hold)
         return true
     }
 

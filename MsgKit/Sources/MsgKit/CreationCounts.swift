@@ -1,5 +1,5 @@
 /// A store that counts its records by when they were created, beside its ``Tally``
-/// (ABI 7.2), so `msg queue stats` reads no record: the ages there are the time
+/// (ABI 7.1), so `msg queue stats` reads no record: the ages there are the time
 /// since `created_at`, in buckets whose edges move with the clock.
 ///
 /// ## Implementation requirements

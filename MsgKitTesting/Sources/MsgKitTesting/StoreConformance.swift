@@ -237,6 +237,7 @@ public enum StoreConformance {
         skippingScenarios(&runner, fresh: fresh)
         countScenarios(&runner, fresh: fresh)
         ageScenarios(&runner, fresh: fresh)
+        floorScenarios(&runner, fresh: fresh, open: open)
         if !runner.failures.isEmpty { throw ConformanceFailures(failures: runner.failures) }
     }
 }

@@ -1,0 +1,44 @@
+/// A store that says where in FIFO order the commits since a mark changed the
+/// queue (ABI 7.3), so a claim scan kept from run to run (`flush --watch`) goes back
+/// only that far when another process commits, instead of to the first message: a
+/// million waiting behind suspended destinations are then walked once, not once a
+/// change.
+///
+/// ## Implementation requirements
+/// 1. **Every commit counts.** Each commit that inserts, changes or deletes a
+///    record leaves, in the same commit, the lowest FIFO position (`created_at`,
+///    then `id`) of the records it wrote; a commit that writes a destination
+///    state leaves ``Floor/all``. Positions are the records' own, as stored.
+/// 2. **Marks only grow.** A mark names the store's commits up to it; a later
+///    answer's mark is never lower.
+/// 3. **Forgetting is safe.** A store may forget old commits; asked about a mark
+///    older than what it kept, it answers ``Floor/all``.
+/// 4. **Own commits too.** The commits of this handle count like any other's.
+public protocol ChangeFloors: Store {
+    /// The store's mark now and, when `mark` is given, the lowest position the
+    /// commits after it wrote. - Throws: `storeIO`, `corrupt`.
+    func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor
+}
+
+/// What ``ChangeFloors/changeFloor(since:)`` answers.
+public struct ChangeFloor: Sendable, Equatable {
+    /// How far back the commits since the mark reach.
+    public enum Floor: Sendable, Equatable {
+        /// No commit since the mark wrote a record or a state.
+        case none
+        /// The lowest position a commit since the mark wrote.
+        case from(ClaimPosition)
+        /// Anything may have changed: a destination state, or commits forgotten.
+        case all
+    }
+
+    /// The store's mark now, to ask from next time.
+    public var mark: Int64
+    /// Since the mark asked about (``Floor/all`` when none was).
+    public var floor: Floor
+
+    public init(mark: Int64, floor: Floor) {
+        self.mark = mark
+        self.floor = floor
+    }
+}

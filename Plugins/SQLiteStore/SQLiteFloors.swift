@@ -1,0 +1,98 @@
+import MsgKit
+
+/// Where each commit changed the queue (schema 7, ``ChangeFloors``): one row per
+/// commit that wrote a record or a destination state, appended in that commit
+/// (``SQLiteStore/counted(_:_:)``) with the lowest FIFO position it wrote, or no
+/// position for a state (anything may have changed). `flush --watch` asks, when
+/// another process committed, how far back those commits reach, and its scan goes
+/// back only that far: with a million waiting behind suspended destinations, a
+/// message added by another process cost the watch a walk of the million (142 ms)
+/// before.
+///
+/// `seq` is the rowid: the old rows are deleted, never the newest, so it only grows.
+/// The last ``kept`` rows stay; a reader further behind is told ``ChangeFloor/Floor/all``.
+enum SQLiteFloors {
+    static let table = """
+        CREATE TABLE claim_floors (seq INTEGER PRIMARY KEY, created_at INTEGER, id TEXT);
+        """
+
+    /// How many of the last commits are kept, and how often the older ones go.
+    static let kept: Int64 = 4096
+    static let pruneEvery: Int64 = 1024
+
+    /// What the commit under way wrote (``SQLiteStore/counted(_:_:)``).
+    struct Pending {
+        var touched = false
+        var all = false
+        var lowest: ClaimPosition?
+
+        mutating func wrote(_ createdAt: Timestamp, _ id: String) {
+            touched = true
+            if all { return }
+            if let lowest {
+                if createdAt.milliseconds > lowest.createdAt.milliseconds { return }
+                if createdAt == lowest.createdAt && id >= lowest.id { return }
+            }
+            lowest = ClaimPosition(createdAt: createdAt, id: id)
+        }
+
+        mutating func wroteState() {
+            touched = true
+            all = true
+            lowest = nil
+        }
+    }
+
+    /// Appends the commit's row, in the caller's transaction, and forgets old rows
+    /// every ``pruneEvery`` commits.
+    static func apply(_ p: Pending, _ db: SQLiteDatabase) throws(MsgError) {
+        guard p.touched else { return }
+        let append = try db.statement("INSERT INTO claim_floors (created_at, id) VALUES (?1, ?2) RETURNING seq")
+        defer { append.reset() }
+        if let lowest = p.lowest, !p.all {
+            append.bind(1, lowest.createdAt.milliseconds)
+            append.bind(2, lowest.id)
+        } else {
+            append.bind(1, nil as Int64?)
+            append.bind(2, nil as String?)
+        }
+        guard try append.step("noting where the queue changed") else { return }
+        let seq = append.int64(0)
+        append.reset()
+        if seq % pruneEvery == 0 {
+            let prune = try db.statement("DELETE FROM claim_floors WHERE seq <= ?1")
+            prune.bind(1, seq - kept)
+            try prune.run("forgetting where the queue changed long ago")
+        }
+    }
+
+    /// The answer of ``ChangeFloors/changeFloor(since:)``.
+    static func read(since mark: Int64?, _ db: SQLiteDatabase) throws(MsgError) -> ChangeFloor {
+        let bounds = try db.statement("SELECT coalesce(max(seq), 0), coalesce(min(seq), 0) FROM claim_floors")
+        _ = try bounds.step("reading where the queue changed")
+        let newest = bounds.int64(0)
+        let oldest = bounds.int64(1)
+        bounds.reset()
+        guard let mark else { return ChangeFloor(mark: newest, floor: .all) }
+        if mark == newest { return ChangeFloor(mark: newest, floor: .none) }
+        // Behind what is kept, or ahead of this store (another file now at its path).
+        if mark > newest || oldest > mark + 1 { return ChangeFloor(mark: newest, floor: .all) }
+        let s = try db.statement("""
+            SELECT created_at IS NULL, created_at, id FROM claim_floors WHERE seq > ?1 AND seq <= ?2
+            ORDER BY created_at IS NOT NULL, created_at, id LIMIT 1
+            """)
+        s.bind(1, mark)
+        s.bind(2, newest)
+        defer { s.reset() }
+        guard try s.step("reading where the queue changed") else { return ChangeFloor(mark: newest, floor: .none) }
+        if s.int64(0) != 0 { return ChangeFloor(mark: newest, floor: .all) }
+        let position = ClaimPosition(createdAt: Timestamp(milliseconds: s.int64(1)), id: String(decoding: s.bytes(2), as: UTF8.self))
+        return ChangeFloor(mark: newest, floor: .from(position))
+    }
+}
+
+extension SQLiteStore: ChangeFloors {
+    public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
+        try guarded { () throws(MsgError) in try SQLiteFloors.read(since: mark, db) }
+    }
+}

@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MsgEngine
+import MsgKit
+import MsgKitTesting
+import Synchronization
+import Testing
+
+/// A store that notes where each claim starts reading (``ClaimSession/candidates(_:after:skipping:limit:)``),
+/// with or without saying where commits changed the queue (``ChangeFloors``), and
+/// giving the messages of held destinations too.
+/// Where claims started reading, in order.
+final class Starts: Sendable {
+    let list = Mutex<[ClaimPosition?]>([])
+}
+
+class StartNotingStore: Store {
+    let inner: any Store
+    let starts = Starts()
+    init(_ inner: any Store) { self.inner = inner }
+
+    func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
+    func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
+    func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
+    func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
+    func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
+    func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try inner.remove(removals) }
+    func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+        try inner.claimSession { (session) throws(MsgError) -> R in try body(StartNotingSession(session, starts)) }
+    }
+    func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
+    func changeToken() throws(MsgError) -> UInt64? { try inner.changeToken() }
+    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? { try inner.nextDue(statuses, after: now) }
+    func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? { try inner.counts(now: now, excluding: excluded) }
+
+    /// Where the claims since the last call started.
+    func takeStarts() -> [ClaimPosition?] { starts.list.withLock { s in defer { s = [] }; return s } }
+}
+
+final class FloorNotingStore: StartNotingStore, ChangeFloors {
+    func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
+        guard let floors = inner as? any ChangeFloors else { throw MsgError(.storeIO, "the inner store says no floors") }
+        return try floors.changeFloor(since: mark)
+    }
+}
+
+final class StartNotingSession: ClaimSession {
+    let inner: any ClaimSession
+    let starts: Starts
+    init(_ inner: any ClaimSession, _ starts: Starts) {
+        self.inner = inner
+        self.starts = starts
+    }
+    func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() }
+    func record(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.record(id) }
+    func hasStates() throws(MsgError) -> Bool { try inner.hasStates() }
+    func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try inner.states(keys) }
+    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
+        starts.list.withLock { $0.append(position) }
+        // Skipping is an optimisation a store may leave out: without it the claim
+        // reads the messages of held destinations, and holds them itself.
+        return try inner.candidates(query, after: position, skipping: [], limit: limit)
+    }
+    func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] { try inner.store(changes, states: states) }
+}
+
+/// `flush --watch` keeps its scan from run to run. When another process commits, a
+/// store that says where (``ChangeFloors``) sends the scan back only that far, past
+/// what suspended destinations hold, and every message is still found in order.
+@Suite struct ClaimScanTests {
+    let loader = PluginLoader()
+
+    func flusher(_ store: any Store, _ trace: DeliveryTrace, _ clock: TestClock) throws -> Flusher {
+        let devNull = open("/dev/null", O_WRONLY)
+        return Flusher(store: store, transport: TracingTransport(trace), policy: RetryPolicy(), options: Flusher.Options(),
+                       faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
+                       stop: StopRequest(watchesSignals: false), clock: clock.read, unit: { 0.5 })
+    }
+
+    func position(_ m: Message) -> ClaimPosition { ClaimPosition(createdAt: m.createdAt, id: m.id) }
+
+    @Test func aChangeElsewhereSendsTheScanBackOnlyToWhereItChangedTheQueue() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let store = FloorNotingStore(try loader.openStore(url))
+        let other = try loader.openStore(url)
+        let clock = TestClock()
+        // Fifty held by a suspension, first in FIFO order; then k0, k1 to k and x0 to x.
+        let held = (0..<50).map { Fixtures.message($0, to: "h", createdOffset: Int64($0)) }
+        let k = (0..<3).map { Fixtures.message(100 + $0, to: "k", createdOffset: 100 + Int64($0)) }
+        let x0 = Fixtures.message(200, to: "x", createdOffset: 200)
+        _ = try store.add(held + [k[0], k[1], x0])
+        _ = try Destinations(store: other).suspend("h", until: nil, reason: "maintenance", now: clock.read())
+        // k0 is in flight in another process.
+        var sending = k[0]
+        try sending.transition(to: .sending, event: "attempt", at: clock.read())
+        sending.lease = Message.Lease(host: "elsewhere", pid: 4242, until: clock.read().adding(.seconds(600)))
+        #expect(try other.update([Change(sending, expected: .queued)]) == [true])
+
+        let trace = DeliveryTrace(failing: { _ in false })
+        let f = try flusher(store, trace, clock)
+        let first = try f.run()
+        #expect(first.sent == 1 && first.heldBack == 50, "\(first)")
+        #expect(trace.state.withLock { $0.handed } == [x0.id], "k waits for its message in flight elsewhere")
+        #expect(store.takeStarts().first == .some(nil), "the first run read from the first message")
+        #expect(try f.run() == .init(), "nothing changed")
+        #expect(store.takeStarts().isEmpty, "a scan that read to the end and saw no change reads nothing")
+
+        // Its outcome elsewhere: the scan goes back to k0, not to the fifty, and k1 goes.
+        var sent = sending
+        sent.lease = nil
+        try sent.transition(to: .sent, event: "sent", at: clock.read())
+        #expect(try other.update([Change(sent, expected: .sending)]) == [true])
+        #expect(try f.run().sent == 1)
+        #expect(trace.state.withLock { $0.handed } == [x0.id, k[1].id])
+        let starts = store.takeStarts()
+        #expect(starts.first == .some(ClaimPosition(createdAt: k[0].createdAt, id: "")), "\(starts)")
+
+        // Added elsewhere at the end: read from the lowest of what changed since the
+        // scan last looked, this process's own outcome for k1 included (own commits count).
+        _ = try other.add([k[2]])
+        #expect(try f.run().sent == 1)
+        #expect(store.takeStarts().first == .some(ClaimPosition(createdAt: k[1].createdAt, id: "")))
+
+        // Added elsewhere before everything (its created_at given): found, before the fifty.
+        let early = Fixtures.message(300, to: "y", createdOffset: -5)
+        _ = try other.add([early])
+        #expect(try f.run().sent == 1)
+        #expect(store.takeStarts().first == .some(ClaimPosition(createdAt: early.createdAt, id: "")))
+
+        // Resumed elsewhere: a state changed, the scan starts from the first message, the fifty go in order.
+        _ = try Destinations(store: other).resume("h", now: clock.read())
+        #expect(try f.run().sent == 50)
+        #expect(store.takeStarts().first == .some(nil))
+        #expect(trace.state.withLock { $0.handed } == [x0.id, k[1].id, k[2].id, early.id] + held.map(\.id))
+    }
+
+    @Test func withoutFloorsAChangeElsewhereStartsTheScanFromTheFirstMessage() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let store = StartNotingStore(try loader.openStore(url))
+        let other = try loader.openStore(url)
+        let clock = TestClock()
+        let held = (0..<5).map { Fixtures.message($0, to: "h", createdOffset: Int64($0)) }
+        _ = try store.add(held)
+        _ = try Destinations(store: other).suspend("h", until: nil, reason: "maintenance", now: clock.read())
+        let trace = DeliveryTrace(failing: { _ in false })
+        let f = try flusher(store, trace, clock)
+        #expect(try f.run().heldBack == 5)
+        _ = store.takeStarts()
+        let late = Fixtures.message(9, to: "x", createdOffset: 50)
+        _ = try other.add([late])
+        #expect(try f.run().sent == 1)
+        #expect(store.takeStarts().first == .some(nil))
+    }
+}
