@@ -2,8 +2,9 @@ import MsgKit
 
 /// Where each commit changed the queue (schema 7, ``ChangeFloors``): one row per
 /// commit that wrote a record or a destination state, appended in that commit
-/// (``SQLiteStore/counted(_:_:)``) with the lowest FIFO position it wrote, or no
-/// position for a state (anything may have changed). `flush --watch` asks, when
+/// (``SQLiteStore/counted(_:_:)``) with the earliest `created_at` it wrote (the
+/// floor is the first position of that millisecond), or none for a state (anything
+/// may have changed). `flush --watch` asks, when
 /// another process committed, how far back those commits reach, and its scan goes
 /// back only that far: with a million waiting behind suspended destinations, a
 /// message added by another process cost the watch a walk of the million (142 ms)
@@ -13,33 +14,28 @@ import MsgKit
 /// The last ``kept`` rows stay; a reader further behind is told ``ChangeFloor/Floor/all``.
 enum SQLiteFloors {
     static let table = """
-        CREATE TABLE claim_floors (seq INTEGER PRIMARY KEY, created_at INTEGER, id TEXT);
+        CREATE TABLE claim_floors (seq INTEGER PRIMARY KEY, created_at INTEGER);
         """
 
     /// How many of the last commits are kept, and how often the older ones go.
     static let kept: Int64 = 4096
     static let pruneEvery: Int64 = 1024
 
-    /// What the commit under way wrote (``SQLiteStore/counted(_:_:)``).
+    /// What the commit under way wrote: the earliest `created_at` (a floor at its
+    /// first possible id, so no id is compared per record), or a state.
     struct Pending {
         var touched = false
         var all = false
-        var lowest: ClaimPosition?
+        var lowest = Int64.max
 
-        mutating func wrote(_ createdAt: Timestamp, _ id: String) {
+        mutating func wrote(_ createdAt: Timestamp) {
             touched = true
-            if all { return }
-            if let lowest {
-                if createdAt.milliseconds > lowest.createdAt.milliseconds { return }
-                if createdAt == lowest.createdAt && id >= lowest.id { return }
-            }
-            lowest = ClaimPosition(createdAt: createdAt, id: id)
+            lowest = min(lowest, createdAt.milliseconds)
         }
 
         mutating func wroteState() {
             touched = true
             all = true
-            lowest = nil
         }
     }
 
@@ -47,15 +43,9 @@ enum SQLiteFloors {
     /// every ``pruneEvery`` commits.
     static func apply(_ p: Pending, _ db: SQLiteDatabase) throws(MsgError) {
         guard p.touched else { return }
-        let append = try db.statement("INSERT INTO claim_floors (created_at, id) VALUES (?1, ?2) RETURNING seq")
+        let append = try db.statement("INSERT INTO claim_floors (created_at) VALUES (?1) RETURNING seq")
         defer { append.reset() }
-        if let lowest = p.lowest, !p.all {
-            append.bind(1, lowest.createdAt.milliseconds)
-            append.bind(2, lowest.id)
-        } else {
-            append.bind(1, nil as Int64?)
-            append.bind(2, nil as String?)
-        }
+        append.bind(1, p.all ? nil : p.lowest)
         guard try append.step("noting where the queue changed") else { return }
         let seq = append.int64(0)
         append.reset()
@@ -78,15 +68,15 @@ enum SQLiteFloors {
         // Behind what is kept, or ahead of this store (another file now at its path).
         if mark > newest || oldest > mark + 1 { return ChangeFloor(mark: newest, floor: .all) }
         let s = try db.statement("""
-            SELECT created_at IS NULL, created_at, id FROM claim_floors WHERE seq > ?1 AND seq <= ?2
-            ORDER BY created_at IS NOT NULL, created_at, id LIMIT 1
+            SELECT created_at IS NULL, created_at FROM claim_floors WHERE seq > ?1 AND seq <= ?2
+            ORDER BY created_at IS NOT NULL, created_at LIMIT 1
             """)
         s.bind(1, mark)
         s.bind(2, newest)
         defer { s.reset() }
         guard try s.step("reading where the queue changed") else { return ChangeFloor(mark: newest, floor: .none) }
         if s.int64(0) != 0 { return ChangeFloor(mark: newest, floor: .all) }
-        let position = ClaimPosition(createdAt: Timestamp(milliseconds: s.int64(1)), id: String(decoding: s.bytes(2), as: UTF8.self))
+        let position = ClaimPosition(createdAt: Timestamp(milliseconds: s.int64(1)), id: "")
         return ChangeFloor(mark: newest, floor: .from(position))
     }
 }

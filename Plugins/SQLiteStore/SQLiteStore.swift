@@ -63,7 +63,7 @@ public final class SQLiteStore: Store {
                     try RowEncoder.run(r, m, insert, "storing a message")
                     if db.changes == 1 {
                         tally.added(m)
-                        floors.wrote(m.createdAt, m.id)
+                        floors.wrote(m.createdAt)
                         aged(m.status.rawValue, m.createdAt.milliseconds, 1)
                         results.append(AddResult(message: m, inserted: true))
                     } else {
@@ -167,7 +167,7 @@ public final class SQLiteStore: Store {
                     let status = String(decoding: s.bytes(1), as: UTF8.self)
                     tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: status)
                     aged(status, s.int64(2), -1)
-                    floors.wrote(Timestamp(milliseconds: s.int64(2)), r.id)
+                    floors.wrote(Timestamp(milliseconds: s.int64(2)))
                     return true
                 }
             }
@@ -253,7 +253,7 @@ public final class SQLiteStore: Store {
         if db.changes == 1 {
             tally.changed(from: expected, to: m.to, into: m)
             agedChange(from: expected, m)
-            floors.wrote(m.createdAt, m.id)
+            floors.wrote(m.createdAt)
             return true
         }
         // Not applied: another status, another recipient, or no such row.
@@ -270,7 +270,7 @@ public final class SQLiteStore: Store {
         guard db.changes == 1 else { return false }
         tally.changed(from: expected, to: oldTo, into: m)
         agedChange(from: expected, m)
-        floors.wrote(m.createdAt, m.id)
+        floors.wrote(m.createdAt)
         return true
     }
 

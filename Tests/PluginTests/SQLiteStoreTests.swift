@@ -213,13 +213,13 @@ import Testing
         let old = try store.changeFloor(since: nil).mark
         #expect(old == 1)
         // 8,190 commits' rows, as if made by other processes, then one more commit (8,192): the prune.
-        #expect(system("sqlite3 '\(path)' 'WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 8191) INSERT INTO claim_floors (seq, created_at, id) SELECT i, 9000000000000, \"z\" FROM n'") == 0)
-        #expect(try store.changeFloor(since: old).floor == .from(ClaimPosition(createdAt: Timestamp(milliseconds: 9_000_000_000_000), id: "z")), "all kept so far")
+        #expect(system("sqlite3 '\(path)' 'WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 8191) INSERT INTO claim_floors (seq, created_at) SELECT i, 9000000000000 FROM n'") == 0)
+        #expect(try store.changeFloor(since: old).floor == .from(ClaimPosition(createdAt: Timestamp(milliseconds: 9_000_000_000_000), id: "")), "all kept so far")
         _ = try store.add([Fixtures.message(2, createdOffset: 5)])
         let now = try store.changeFloor(since: old)
         #expect(now.mark == 8192)
         #expect(now.floor == .all, "the rows after the mark were forgotten")
-        #expect(try store.changeFloor(since: 8192 - 4096).floor == .from(ClaimPosition(createdAt: Fixtures.message(2, createdOffset: 5).createdAt, id: Fixtures.message(2).id)), "the oldest mark kept still gets its floor")
+        #expect(try store.changeFloor(since: 8192 - 4096).floor == .from(ClaimPosition(createdAt: Fixtures.message(2, createdOffset: 5).createdAt, id: "")), "the oldest mark kept still gets its floor")
         #expect(try store.changeFloor(since: 8192 - 4097).floor == .all)
     }
 }

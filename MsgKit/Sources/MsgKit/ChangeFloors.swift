@@ -6,17 +6,18 @@
 ///
 /// ## Implementation requirements
 /// 1. **Every commit counts.** Each commit that inserts, changes or deletes a
-///    record leaves, in the same commit, the lowest FIFO position (`created_at`,
-///    then `id`) of the records it wrote; a commit that writes a destination
-///    state leaves ``Floor/all``. Positions are the records' own, as stored.
+///    record leaves, in the same commit, a FIFO position (`created_at`, then `id`)
+///    at or before the lowest of the records it wrote (the first position of its
+///    millisecond will do); a commit that writes a destination state leaves
+///    ``Floor/all``. Positions are the records' own, as stored.
 /// 2. **Marks only grow.** A mark names the store's commits up to it; a later
 ///    answer's mark is never lower.
 /// 3. **Forgetting is safe.** A store may forget old commits; asked about a mark
 ///    older than what it kept, it answers ``Floor/all``.
 /// 4. **Own commits too.** The commits of this handle count like any other's.
 public protocol ChangeFloors: Store {
-    /// The store's mark now and, when `mark` is given, the lowest position the
-    /// commits after it wrote. - Throws: `storeIO`, `corrupt`.
+    /// The store's mark now and, when `mark` is given, how far back the commits
+    /// after it wrote (requirement 1). - Throws: `storeIO`, `corrupt`.
     func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor
 }
 
@@ -26,7 +27,7 @@ public struct ChangeFloor: Sendable, Equatable {
     public enum Floor: Sendable, Equatable {
         /// No commit since the mark wrote a record or a state.
         case none
-        /// The lowest position a commit since the mark wrote.
+        /// At or before the lowest position a commit since the mark wrote.
         case from(ClaimPosition)
         /// Anything may have changed: a destination state, or commits forgotten.
         case all
