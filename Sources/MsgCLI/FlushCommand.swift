@@ -49,6 +49,8 @@ struct FlushCommand: SessionCommand {
         var options = policy.options(statuses: [.queued])
         options.targets = ids
         options.limit = limit
+        // A watch says no summary per run: what waits for held destinations is not counted.
+        options.countsHeld = !watch
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)

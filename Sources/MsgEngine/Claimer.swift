@@ -234,7 +234,8 @@ final class Claimer {
 
     /// The destinations this scan holds until a time (a breaker's cool-down, a pause,
     /// a throttle) or a suspension, with how many messages wait for each: counted in
-    /// the store per recipient (the scan skipped most of them unread). One busy in
+    /// the store per recipient (the scan skipped most of them unread), or, without
+    /// ``Flusher/Options/countsHeld``, those the scan read. One busy in
     /// another process or probing is not told, so it costs no count.
     func holds() throws(MsgError) -> [(key: String, hold: DestinationBook.Hold, waiting: Int)] {
         var out: [(key: String, hold: DestinationBook.Hold, waiting: Int)] = []
@@ -245,7 +246,7 @@ final class Claimer {
         var tallyRead = false
         for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
             var n = scan.heldCount[key] ?? 0
-            if options.rules.key == .recipient {
+            if options.rules.key == .recipient && options.countsHeld {
                 if options.targets == nil && !tallyRead {
                     tallyRead = true
                     tally = try outage.retrying("counting") { () throws(MsgError) in try store.counts(now: clock(), excluding: [])?.tally }

@@ -40,6 +40,11 @@ public final class Flusher {
         /// a redrive of thousands is spread out rather than sent at once; the run
         /// waits for each token, however long.
         public var pace: Rate?
+        /// Count, for the summary, every message that waits for a held destination
+        /// (from the store's tally: one read of it a run). `flush --watch`, which says
+        /// no summary per run, leaves it off: a tally read after a million adds cost
+        /// each run a few milliseconds of its log.
+        public var countsHeld = true
         public init() {}
     }
 
