@@ -10,11 +10,16 @@ import MsgKit
 /// message added by another process cost the watch a walk of the million (142 ms)
 /// before.
 ///
+/// `claim_hints` keeps, per kind of run, where the last one-shot run's scan stopped
+/// and what it held (``ScanHints``): the next run starts there when the floors since
+/// its mark allow.
+///
 /// `seq` is the rowid: the old rows are deleted, never the newest, so it only grows.
 /// The last ``kept`` rows stay; a reader further behind is told ``ChangeFloor/Floor/all``.
 enum SQLiteFloors {
     static let table = """
         CREATE TABLE claim_floors (seq INTEGER PRIMARY KEY, created_at INTEGER);
+        CREATE TABLE claim_hints (kind TEXT NOT NULL PRIMARY KEY, hint TEXT NOT NULL) WITHOUT ROWID;
         """
 
     /// How many of the last commits are kept, and how often the older ones go.
@@ -81,8 +86,31 @@ enum SQLiteFloors {
     }
 }
 
-extension SQLiteStore: ChangeFloors {
+extension SQLiteStore: ScanHints {
     public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
         try guarded { () throws(MsgError) in try SQLiteFloors.read(since: mark, db) }
+    }
+
+    public func scanHint(_ kind: String) throws(MsgError) -> String? {
+        try guarded { () throws(MsgError) -> String? in
+            let s = try db.statement("SELECT hint FROM claim_hints WHERE kind = ?1")
+            s.bind(1, kind)
+            defer { s.reset() }
+            guard try s.step("reading where the last claim stopped") else { return nil }
+            return String(decoding: s.bytes(0), as: UTF8.self)
+        }
+    }
+
+    /// In a transaction of its own, not ``counted(_:_:)``: no floor, no count.
+    public func saveScanHint(_ kind: String, _ hint: String) throws(MsgError) {
+        try guarded { () throws(MsgError) in
+            try db.transaction("noting where the claim stopped") { () throws(MsgError) in
+                let s = try db.statement("INSERT INTO claim_hints (kind, hint) VALUES (?1, ?2) ON CONFLICT(kind) DO UPDATE SET hint = ?2")
+                s.bind(1, kind)
+                s.bind(2, hint)
+                defer { s.reset() }
+                try s.run("noting where the claim stopped")
+            }
+        }
     }
 }

@@ -33,7 +33,8 @@ import MsgKit
 /// `created_minutes`, the records by status and creation minute (``SQLiteAges``), so
 /// that `queue stats` reads none either; schema 7 `claim_floors`, where each commit
 /// changed the queue (``SQLiteFloors``), so that a kept claim scan goes back only
-/// that far when another process commits.
+/// that far when another process commits, and `claim_hints`, where the last one-shot
+/// run's scan stopped.
 ///
 /// Schema 4 keeps dead and held records out of the open ones: a million dead after
 /// an outage cost a flush nothing (a flush of ten past them: 214 ms in schema 3,
@@ -116,7 +117,8 @@ enum SQLiteSchema {
         // Version 6: the records by status and creation minute (``SQLiteAges``), filled
         // by ``migrate(_:)`` with the counts.
         SQLiteAges.table,
-        // Version 7: where each commit changed the queue (``SQLiteFloors``), empty at first.
+        // Version 7: where each commit changed the queue and where the last run stopped
+        // (``SQLiteFloors``), empty at first.
         SQLiteFloors.table,
     ]
 

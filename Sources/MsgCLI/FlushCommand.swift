@@ -51,6 +51,7 @@ struct FlushCommand: SessionCommand {
         options.limit = limit
         // A watch says no summary per run: what waits for held destinations is not counted.
         options.countsHeld = !watch
+        options.leavesScanHint = !watch
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)

@@ -75,6 +75,7 @@ struct RetryCommand: SessionCommand {
         options.rules.overridesWaits = now
         options.rules.reason = reason
         options.pace = pace
+        options.leavesScanHint = true
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)

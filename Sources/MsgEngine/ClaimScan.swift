@@ -86,6 +86,19 @@ final class ClaimScan {
         floorMark = nil
     }
 
+    /// Takes up where a scan of another process stopped (``ScanHint``): this one is
+    /// fresh, and `held` are holds that still stand.
+    func resume(at position: ClaimPosition?, exhausted: Bool, held: [(String, DestinationBook.Hold)], nextDue: Timestamp?) {
+        rewind()
+        self.position = position
+        self.exhausted = exhausted
+        for (key, why) in held { hold(key, why) }
+        self.nextDue = nextDue
+    }
+
+    /// Whether nothing was read yet: no position, no hold, no mark.
+    var isFresh: Bool { position == nil && !exhausted && held.isEmpty && floorMark == nil }
+
     /// Goes back to just before `floor`, the lowest message other processes' commits
     /// wrote since the scan last looked (``ChangeFloors``), when no destination state
     /// changed: the holds by state (suspended, breaker, pause, throttle) stand as

@@ -111,6 +111,7 @@ final class Claimer {
         let now = clock()
         let token = try store.changeToken()
         try restartScan(token: token, now: now)
+        scan.token = token
         freed = false
         // Nothing can be found that the last claim did not find (``ClaimScan/exhausted``);
         // a claim that stores lessons still runs.

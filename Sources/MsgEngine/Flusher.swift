@@ -45,6 +45,9 @@ public final class Flusher {
         /// no summary per run, leaves it off: a tally read after a million adds cost
         /// each run a few milliseconds of its log.
         public var countsHeld = true
+        /// Leave where the scan stopped in the store for the next run of another
+        /// process (``ScanHint``): one-shot `flush` and `retry`; a watch keeps its scan.
+        public var leavesScanHint = false
         public init() {}
     }
 
@@ -119,6 +122,12 @@ public final class Flusher {
     /// exactly as it was. The lessons of the last outcomes are stored before it ends.
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         let started = clock()
+        let hintKind = ScanHint.kind(options)
+        if scan.isFresh, let hintKind, let hints = store as? any ScanHints {
+            try outage.retrying("reading where the last run stopped") { () throws(MsgError) in
+                if let text = try hints.scanHint(hintKind) { _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints) }
+            }
+        }
         let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage,
                               scan: scan, freed: freedAtEnd)
         // A run that ends early leaves a scan this one cannot vouch for.
@@ -218,12 +227,26 @@ public final class Flusher {
         if let outputError { throw outputError }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
+        if options.leavesScanHint, let hintKind, let hints = store as? any ScanHints, !claimer.freed,
+           summary.misconfigured == nil, summary.stopped == nil {
+            try leaveHint(hintKind, hints)
+        }
         if let targets = options.targets {
             summary.notTaken = targets.filter { !claimer.took($0) }
             summary.skipped = summary.notTaken.count
         }
         ended = true
         return summary
+    }
+
+    /// Saves where the scan stopped (``ScanHint``), with the store's mark now, when
+    /// no other process committed since the run's last claim looked (the mark is
+    /// read first: what commits after it is after the mark).
+    private func leaveHint(_ kind: String, _ hints: any ScanHints) throws(MsgError) {
+        guard let token = scan.token else { return }
+        let mark = try hints.changeFloor(since: nil).mark
+        guard try store.changeToken() == token else { return }
+        try hints.saveScanHint(kind, ScanHint.text(scan, mark: mark))
     }
 
     /// How many of `want` messages the run's pace (`retry --pace`) lets go now, taking

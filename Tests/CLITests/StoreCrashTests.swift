@@ -149,7 +149,7 @@ let twentyThousand: String = {
 
 @Suite(.timeLimit(.minutes(5))) struct SchemaMigrationTests {
     /// A schema 3 store of 200,000 records, a quarter dead (schema 7 without its
-    /// counts, its counts by age, its change floors and `messages_parked`, the dead
+    /// counts, its counts by age, its change floors and hints and `messages_parked`, the dead
     /// put back among the open ones and the version set back), is brought to 7 by the
     /// first command that writes; that command is killed with SIGKILL at random
     /// moments of the migration. The store is always schema 3 or 7, whole, with every
@@ -163,7 +163,7 @@ let twentyThousand: String = {
             seq \(n) | awk '{printf "{\\"to\\":\\"user%d@example.com\\",\\"body\\":\\"migration %d\\"}\\n", $1 % 5000, $1}' \
               | msg compose | awk 'NR % 4 == 0 { sub(/"status":"queued"/, "\\"status\\":\\"dead\\"") } { print }' \
               | msg queue add --store sqlite:\(s.home)/v3.sqlite > /dev/null \
-            && sqlite3 \(s.home)/v3.sqlite "DROP TABLE tallies; DROP TABLE tally_log; DROP TABLE created_minutes; DROP TABLE claim_floors; DROP INDEX messages_parked; UPDATE messages SET open = 1 WHERE status = 'dead'; PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE)"
+            && sqlite3 \(s.home)/v3.sqlite "DROP TABLE tallies; DROP TABLE tally_log; DROP TABLE created_minutes; DROP TABLE claim_floors; DROP TABLE claim_hints; DROP INDEX messages_parked; UPDATE messages SET open = 1 WHERE status = 'dead'; PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE)"
             """)
         #expect(made.status == 0, "\(made.err)")
         // How long one whole migration takes here: the kills fall inside it.

@@ -38,11 +38,16 @@ class StartNotingStore: Store {
     func takeStarts() -> [ClaimPosition?] { starts.list.withLock { s in defer { s = [] }; return s } }
 }
 
-final class FloorNotingStore: StartNotingStore, ChangeFloors {
-    func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
-        guard let floors = inner as? any ChangeFloors else { throw MsgError(.storeIO, "the inner store says no floors") }
-        return try floors.changeFloor(since: mark)
+final class FloorNotingStore: StartNotingStore, ScanHints {
+    private var hints: any ScanHints {
+        get throws(MsgError) {
+            guard let hints = inner as? any ScanHints else { throw MsgError(.storeIO, "the inner store says no floors") }
+            return hints
+        }
     }
+    func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor { try hints.changeFloor(since: mark) }
+    func scanHint(_ kind: String) throws(MsgError) -> String? { try hints.scanHint(kind) }
+    func saveScanHint(_ kind: String, _ hint: String) throws(MsgError) { try hints.saveScanHint(kind, hint) }
 }
 
 final class StartNotingSession: ClaimSession {
@@ -71,9 +76,11 @@ final class StartNotingSession: ClaimSession {
 @Suite struct ClaimScanTests {
     let loader = PluginLoader()
 
-    func flusher(_ store: any Store, _ trace: DeliveryTrace, _ clock: TestClock) throws -> Flusher {
+    func flusher(_ store: any Store, _ trace: DeliveryTrace, _ clock: TestClock, leavesHint: Bool = false) throws -> Flusher {
         let devNull = open("/dev/null", O_WRONLY)
-        return Flusher(store: store, transport: TracingTransport(trace), policy: RetryPolicy(), options: Flusher.Options(),
+        var options = Flusher.Options()
+        options.leavesScanHint = leavesHint
+        return Flusher(store: store, transport: TracingTransport(trace), policy: RetryPolicy(), options: options,
                        faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
                        stop: StopRequest(watchesSignals: false), clock: clock.read, unit: { 0.5 })
     }
@@ -151,5 +158,52 @@ final class StartNotingSession: ClaimSession {
         _ = try other.add([late])
         #expect(try f.run().sent == 1)
         #expect(store.takeStarts().first == .some(nil))
+    }
+
+    /// One-shot runs, each a new process (a new store handle and flusher), as cron
+    /// runs `msg flush`: each starts where the last one stopped, past what a
+    /// suspension holds, until a hold ends, a state changes or another process
+    /// writes before where it stopped.
+    @Test func aOneShotRunStartsWhereTheLastOneStopped() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let clock = TestClock()
+        let trace = DeliveryTrace(failing: { _ in false })
+        let held = (0..<50).map { Fixtures.message($0, to: "h", createdOffset: Int64($0)) }
+        let x = (0..<4).map { Fixtures.message(100 + $0, to: "x", createdOffset: 100 + Int64($0)) }
+        let other = try loader.openStore(url)
+        _ = try other.add(held + [x[0]])
+        _ = try Destinations(store: other).suspend("h", until: clock.read().adding(.seconds(60)), reason: "maintenance", now: clock.read())
+        func run() throws -> (Flusher.Summary, [ClaimPosition?]) {
+            let store = FloorNotingStore(try loader.openStore(url))
+            let summary = try flusher(store, trace, clock, leavesHint: true).run()
+            return (summary, store.takeStarts())
+        }
+        var (summary, starts) = try run()
+        #expect(summary.sent == 1 && starts.first == .some(nil), "the first run reads from the first message: \(starts)")
+        (summary, starts) = try run()
+        #expect(summary.sent == 0 && summary.heldBack == 50 && starts.isEmpty, "nothing changed: nothing is read \(starts)")
+        _ = try other.add([x[1]])
+        (summary, starts) = try run()
+        #expect(summary.sent == 1 && starts.first == .some(position(x[0])), "after the last message read: \(starts)")
+        // Written before where the last run stopped (its created_at given): read from there.
+        let early = Fixtures.message(200, to: "y", createdOffset: 60)
+        _ = try other.add([early])
+        (summary, starts) = try run()
+        #expect(summary.sent == 1 && starts.first == .some(ClaimPosition(createdAt: early.createdAt, id: "")), "\(starts)")
+        // A run that read nothing leaves the same hint for the next.
+        (summary, starts) = try run()
+        #expect(summary.sent == 0 && starts.isEmpty)
+        // Another state changed (a pause of x): anything may have changed, from the first.
+        _ = try Destinations(store: other).suspend("x", until: nil, reason: "a moment", now: clock.read())
+        _ = try Destinations(store: other).resume("x", now: clock.read())
+        _ = try other.add([x[2]])
+        (summary, starts) = try run()
+        #expect(summary.sent == 1 && starts.first == .some(nil), "\(starts)")
+        // The suspension ends by its time: from the first message, and the fifty go.
+        clock.advance(60_000)
+        _ = try other.add([x[3]])
+        (summary, starts) = try run()
+        #expect(summary.sent == 51 && starts.first == .some(nil), "\(summary) \(starts)")
+        #expect(trace.state.withLock { $0.handed } == [x[0].id, x[1].id, early.id, x[2].id] + held.map(\.id) + [x[3].id])
     }
 }

@@ -43,3 +43,22 @@ public struct ChangeFloor: Sendable, Equatable {
         self.floor = floor
     }
 }
+
+/// A store that keeps, for the next process, where a claim scan stopped and what it
+/// held (ABI 7.3): a `flush` run from cron every minute during an outage then
+/// starts where the last one stopped instead of walking past every message the
+/// suspended or broken destinations keep waiting. The hint is the host's text; its
+/// validity is the host's to check, against ``ChangeFloors`` and the clock.
+///
+/// ## Implementation requirements
+/// 1. **Not a change of the queue.** Saving a hint writes no floor and changes no
+///    record or state.
+/// 2. **Last one wins.** One hint per `kind`; saving replaces it.
+/// 3. **Only a shortcut.** A hint may be lost (a store may keep none across a
+///    repair); the host then walks the queue as it would without one.
+public protocol ScanHints: ChangeFloors {
+    /// The hint last saved for `kind`, or nil. - Throws: `storeIO`, `corrupt`.
+    func scanHint(_ kind: String) throws(MsgError) -> String?
+    /// Saves `hint` for `kind`, replacing the one there. - Throws: `storeIO`, `corrupt`.
+    func saveScanHint(_ kind: String, _ hint: String) throws(MsgError)
+}
