@@ -51,4 +51,31 @@ import Testing
         #expect(r.lines.contains("exit 64"), "a zero --for and a missing --reason are usage errors: \(r.out)")
         #expect(!r.lines.contains("exit 0"), "\(r.out)")
     }
+
+    /// `msg flush` from cron while a destination is suspended: each run leaves where
+    /// its scan stopped (`claim_hints`) and the next starts there, sending what
+    /// arrived and still saying how many wait; resumed, every held message goes, in
+    /// order, none twice.
+    @Test func cronFlushesPastASuspensionStartWhereTheLastStoppedAndLoseNothing() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            seq 500 | awk '{printf "{\\"to\\":\\"down@x\\",\\"body\\":\\"d%d\\"}\\n", $1}' | msg compose --enqueue > /dev/null
+            msg destinations suspend down@x --reason outage 2> /dev/null
+            for run in 1 2 3; do
+                msg compose --to up$run@x --body u$run --enqueue > /dev/null
+                msg flush --transport stdout: < /dev/null 2> flush$run.err | grep -c '"sent"'; echo "exit ${PIPESTATUS[0]}"
+                sqlite3 queue.sqlite 'SELECT count(*) FROM claim_hints'
+            done
+            cat flush3.err
+            msg destinations resume down@x 2> /dev/null
+            msg flush --transport stdout: < /dev/null 2> /dev/null | grep '"sent"' | sed 's/.*"body":"\\([^"]*\\)".*/\\1/' | tr '\\n' ' '; echo
+            msg queue count --status sent
+            """)
+        let lines = r.lines
+        #expect(Array(lines.prefix(9)) == ["1", "exit 75", "1", "1", "exit 75", "1", "1", "exit 75", "1"], "each run sent the one that came: \(r.out) \(r.err)")
+        #expect(r.out.contains("msg: destination down@x: suspended until msg destinations resume; 500 messages wait"), "\(r.out)")
+        let resumed = (1...500).map { "d\($0)" }.joined(separator: " ") + " "
+        #expect(lines.dropLast().last == resumed, "the 500 went in order: \(r.out)")
+        #expect(lines.last == "503", "\(r.out)")
+    }
 }
