@@ -229,7 +229,9 @@ public final class Flusher {
         summary.stopped = stop.reason
         if options.leavesScanHint, let hintKind, let hints = store as? any ScanHints, !claimer.freed,
            summary.misconfigured == nil, summary.stopped == nil {
-            try leaveHint(hintKind, hints)
+            // Only a shortcut: a hint that cannot be saved costs the next run a walk,
+            // and is no reason to fail a run whose every outcome is stored.
+            do { try leaveHint(hintKind, hints) } catch {}
         }
         if let targets = options.targets {
             summary.notTaken = targets.filter { !claimer.took($0) }
@@ -239,13 +241,12 @@ public final class Flusher {
         return summary
     }
 
-    /// Saves where the scan stopped (``ScanHint``), with the store's mark now, when
-    /// no other process committed since the run's last claim looked (the mark is
-    /// read first: what commits after it is after the mark).
+    /// Saves where the scan stopped (``ScanHint``) with the mark as of the scan's
+    /// last look: the scan accounts for every commit up to it, and the commits after
+    /// it, this run's own outcomes included (a `retry --now` leaves failed messages
+    /// behind its scan, for the next run), are the next run's floor.
     private func leaveHint(_ kind: String, _ hints: any ScanHints) throws(MsgError) {
-        guard let token = scan.token else { return }
-        let mark = try hints.changeFloor(since: nil).mark
-        guard try store.changeToken() == token else { return }
+        guard let mark = scan.floorMark else { return }
         try hints.saveScanHint(kind, ScanHint.text(scan, mark: mark))
     }
 

@@ -5,8 +5,8 @@ import MsgKit
 /// where the last one stopped instead of walking past every message that waits for
 /// suspended or broken destinations (150 ms a run with a million of them).
 ///
-/// A hint names the store's mark (``ChangeFloors``) as of its run's end, when no
-/// other process had committed since that run's last claim looked. The next run
+/// A hint names the store's mark (``ChangeFloors``) as of the scan's last look; the
+/// commits after it, the run's own included, are the next run's floor. The next run
 /// takes it only before the earliest time one of its holds ends or a message
 /// becomes due, and when the floors since its mark are not `all` (no destination
 /// state changed): then, as a watch does when another process commits, it goes back
@@ -14,9 +14,11 @@ import MsgKit
 /// busy elsewhere, and keeps the holds by state.
 enum ScanHint {
     /// The kind of run a hint serves: runs that take the same messages under the
-    /// same rules (a run with ids, a rate or a pace leaves none and takes none).
+    /// same rules (a run with ids, a rate or a pace leaves none and takes none, nor
+    /// one keyed by other than the recipient: its summary counts what its scan read,
+    /// where a recipient's are counted by the store).
     static func kind(_ options: Flusher.Options) -> String? {
-        guard options.targets == nil, options.rules.rate == nil, options.pace == nil else { return nil }
+        guard options.targets == nil, options.rules.rate == nil, options.pace == nil, options.rules.key == .recipient else { return nil }
         let statuses = options.statuses.map(\.rawValue).sorted().joined(separator: ",")
         return "v1 statuses=\(statuses) key=\(options.rules.key) due=\(options.ignoreDue ? 0 : 1) overrides=\(options.rules.overridesWaits ? 1 : 0)"
     }
