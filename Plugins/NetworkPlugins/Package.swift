@@ -96,6 +96,7 @@ let package = Package(
             name: "SMTPTransport",
             dependencies: [
                 "TLSCommon",
+                .product(name: "TCPWire", package: "TCPWire"),
                 .product(name: "MsgKit", package: "MsgKit"),
                 .product(name: "MsgSupport", package: "MsgSupport"),
                 .product(name: "NIOCore", package: "swift-nio"),

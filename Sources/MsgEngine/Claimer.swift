@@ -26,6 +26,8 @@ final class Claimer {
     }
 
     let store: any Store
+    /// The store as one that says where commits changed the queue, when it does.
+    private let floors: (any ChangeFloors)?
     let book: DestinationBook
     let options: Flusher.Options
     let faults: FaultPoints
@@ -54,6 +56,7 @@ final class Claimer {
     init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil,
          scan: ClaimScan = ClaimScan(), freed: Bool = false) {
         self.store = store
+        floors = store as? any ChangeFloors
         self.scan = scan
         self.freed = freed
         self.outage = outage
@@ -128,7 +131,6 @@ final class Claimer {
         lessons = []
         for (key, s) in planner.knownStates { known[key] = s }
         scan.advance(to: result.position)
-        scan.token = token
         if result.reachedEnd { scan.readToEnd() }
         if result.reachedEnd || result.taken.isEmpty {
             scan.nextDue = options.ignoreDue ? nil : try store.nextDue(options.statuses, after: now)
@@ -155,7 +157,6 @@ final class Claimer {
     /// from the first message, or, when only other processes' commits happened and
     /// the store says where they changed the queue (``ChangeFloors``), from there.
     private func restartScan(token: UInt64?, now: Timestamp) throws(MsgError) {
-        let floors = store as? any ChangeFloors
         switch scan.restart(token: token, freed: freed, at: now) {
         case .goOn: break
         case .fromFirst: scan.rewind()

@@ -21,7 +21,7 @@ final class TCPConnection {
         do {
             handler = try loop.submit { NIOLoopBound(ClientHandler(), eventLoop: loop) }.wait()
         } catch {
-            throw MsgError(.unreachable, "cannot connect to \(address.display): \(Self.describe(error))")
+            throw MsgError(.unreachable, "cannot connect to \(address.display): \(NIOErrorText.describe(error))")
         }
         self.handler = handler
         let bootstrap = ClientBootstrap(group: loop)
@@ -38,7 +38,7 @@ final class TCPConnection {
             channel = try bootstrap.connect(host: address.host, port: address.port).wait()
         } catch {
             if let explained = security.explain(error, address: address) { throw explained }
-            throw MsgError(.unreachable, "cannot connect to \(address.display): \(Self.describe(error))")
+            throw MsgError(.unreachable, "cannot connect to \(address.display): \(NIOErrorText.describe(error))")
         }
         let hello: Wire.Answer
         do {
@@ -46,7 +46,7 @@ final class TCPConnection {
         } catch {
             close()
             if let explained = security.explain((error as? MsgError)?.underlying ?? error, address: address) { throw explained }
-            throw MsgError(.unreachable, "\(address.display) did not answer hello: \(Self.describe(error))")
+            throw MsgError(.unreachable, "\(address.display) did not answer hello: \(NIOErrorText.describe(error))")
         }
         guard case .hello(refused: nil) = hello else {
             close()
@@ -83,16 +83,4 @@ final class TCPConnection {
     }
 
     deinit { channel.close(promise: nil) }
-
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case let e as MsgError: return e.message
-        case let e as NIOConnectionError:
-            if let first = e.connectionErrors.first { return describe(first.error) }
-            return e.dnsAAAAError.map(describe) ?? e.dnsAError.map(describe) ?? "no address found for \(e.host)"
-        case let e as IOError: return SystemCalls.describe(e.errnoCode)
-        case ChannelError.connectTimeout(let t): return "no answer within \(t.nanoseconds / 1_000_000)ms"
-        default: return "\(error)"
-        }
-    }
 }

@@ -65,7 +65,7 @@ public final class TCPTransport: Transport {
                 }
                 outcomes.append(outcome)
             } catch {
-                let e = error as? MsgError ?? MsgError(.unreachable, TCPConnection.describe(error))
+                let e = error as? MsgError ?? MsgError(.unreachable, NIOErrorText.describe(error))
                 outcomes.append(.failed(e, retryAfter: nil))
                 if broken == nil {
                     // Answers can no longer be matched: closing fails the rest in flight at once.
@@ -108,7 +108,7 @@ public final class TCPTransport: Transport {
             } catch {
                 self.connection = nil
                 connection.close()
-                let e = error as? MsgError ?? MsgError(.unreachable, TCPConnection.describe(error))
+                let e = error as? MsgError ?? MsgError(.unreachable, NIOErrorText.describe(error))
                 throw MsgError(e.code.isDeliveryClass ? e.code : .unreachable, "lookup at \(address.display): \(e.message)")
             }
         }

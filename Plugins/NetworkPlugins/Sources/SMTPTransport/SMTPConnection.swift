@@ -3,6 +3,7 @@ import MsgSupport
 import NIOCore
 import NIOPosix
 import NIOSSL
+import TCPWire
 import TLSCommon
 
 /// One SMTP session, used from a thread that is not its event loop: connects,
@@ -63,7 +64,7 @@ final class SMTPConnection {
         do {
             channel = try bootstrap.connect(host: settings.host, port: settings.port).wait()
         } catch {
-            throw Self.explained(error, settings, tls, group) ?? MsgError(.unreachable, "cannot connect to \(settings.display): \(Self.describe(error))")
+            throw Self.explained(error, settings, tls, group) ?? MsgError(.unreachable, "cannot connect to \(settings.display): \(NIOErrorText.describe(error))")
         }
         do throws(MsgError) {
             try open()
@@ -95,7 +96,7 @@ final class SMTPConnection {
                         try channel.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, probing: probing), position: .first)
                     }.wait()
                 } catch {
-                    throw explained(error) ?? MsgError(.unreachable, "\(settings.display): STARTTLS failed: \(Self.describe(error))")
+                    throw explained(error) ?? MsgError(.unreachable, "\(settings.display): STARTTLS failed: \(NIOErrorText.describe(error))")
                 }
             }
             // What was offered before TLS is forgotten (RFC 3207 4.2).
@@ -238,7 +239,7 @@ final class SMTPConnection {
                 usable = false
                 let e = error as? MsgError
                 if let explained = explained(e?.underlying ?? error) { throw explained }
-                throw MsgError(e?.code ?? .unreachable, "\(settings.display) during \(step): \(e?.message ?? Self.describe(error))")
+                throw MsgError(e?.code ?? .unreachable, "\(settings.display) during \(step): \(e?.message ?? NIOErrorText.describe(error))")
             }
         }
         return replies
@@ -285,17 +286,5 @@ final class SMTPConnection {
         }
         if !lineStart { out += [0x0D, 0x0A] }
         return out
-    }
-
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case let e as MsgError: return e.message
-        case let e as NIOConnectionError:
-            if let first = e.connectionErrors.first { return describe(first.error) }
-            return e.dnsAAAAError.map(describe) ?? e.dnsAError.map(describe) ?? "no address found for \(e.host)"
-        case let e as IOError: return SystemCalls.describe(e.errnoCode)
-        case ChannelError.connectTimeout(let t): return "no answer within \(t.nanoseconds / 1_000_000)ms"
-        default: return "\(error)"
-        }
     }
 }
