@@ -23,6 +23,14 @@ final class ClaimScan {
     private var countedTo: ClaimPosition?
     /// Held destinations whose messages the store may skip without reading them.
     private(set) var skippable: Set<String> = []
+    /// Per held destination, the lowest message it left behind in this scan: going
+    /// back to just before it reads all of them again. None for a hold made where no
+    /// message was read (an outcome's breaker or pause, a hint): ending such a hold
+    /// starts the scan from the first message.
+    private var heldFrom: [String: ClaimPosition] = [:]
+    /// Holds the run's own outcomes ended (``free(_:)``), released at the next claim
+    /// (``releaseFreed()``).
+    private(set) var freed: Set<String> = []
     /// The earliest time a pause or a token wait of this scan ends: a run waits for
     /// those (within its patience), not for a breaker's cool-down.
     private(set) var wake: Timestamp?
@@ -52,11 +60,18 @@ final class ClaimScan {
     /// The earliest time a message not due yet becomes due (from the store).
     var nextDue: Timestamp?
 
-    /// Holds `key` for the rest of the scan; `counting`: the message read and left
-    /// there, counted once however often the scan goes back over it.
-    func hold(_ key: String, _ why: DestinationBook.Hold, counting at: ClaimPosition? = nil) {
-        if held[key] == nil { held[key] = why }
-        if let at, countedTo.map({ $0 < at }) ?? true {
+    /// Holds `key` for the rest of the scan from the message at `from` (where it was
+    /// read and left); `counting`: that message is counted among the held, once
+    /// however often the scan goes back over it.
+    func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true) {
+        if held[key] == nil {
+            held[key] = why
+            if let from { heldFrom[key] = from }
+        } else if let from, let first = heldFrom[key], from < first {
+            // Written behind the scan since (another process's commit, a floor).
+            heldFrom[key] = from
+        }
+        if counting, let at = from, countedTo.map({ $0 < at }) ?? true {
             heldCount[key, default: 0] += 1
             countedTo = at
         }
@@ -78,6 +93,8 @@ final class ClaimScan {
         position = nil
         exhausted = false
         held = [:]
+        heldFrom = [:]
+        freed = []
         heldCount = [:]
         countedTo = nil
         skippable = []
@@ -108,37 +125,80 @@ final class ClaimScan {
     /// its destination's messages left behind. A probe of the run's own ends only by
     /// its outcome, which starts the scan from the first message.
     func rewind(before floor: ClaimPosition) {
-        exhausted = false
-        let before = ClaimPosition(createdAt: floor.createdAt, id: "")
-        if let position, before < position { self.position = before }
+        goBack(before: floor)
         // Busy in another process, or with the run's share of it pending: read again
         // (the planner holds it again where that still holds).
-        for (key, why) in held where why == .busy {
-            held[key] = nil
-            heldCount[key] = nil
-            skippable.remove(key)
+        for (key, why) in held where why == .busy { release(key) }
+    }
+
+    /// The run's own outcome ended what held `key` (its message in flight, its
+    /// probe): at the next claim the scan goes back to the first message it left
+    /// behind. A hold that ends by its time is not ended so.
+    func free(_ key: String) {
+        guard let why = held[key], why.until == nil else { return }
+        freed.insert(key)
+    }
+
+    /// A message of `key` went back to the queue behind the scan (put back as it
+    /// was): ending its hold starts the scan from the first message.
+    func putBehind(_ key: String) {
+        heldFrom[key] = nil
+    }
+
+    /// Releases the holds ``free(_:)`` ended and goes back to just before the first
+    /// message any of them left behind; the other holds stand. Every message of
+    /// those destinations the scan left is at or after that point, so FIFO holds: a
+    /// flush with a million waiting behind destinations busy elsewhere walks them
+    /// once, not after each of its own outcomes.
+    /// - Returns: false when one of them has no such message on record: then the
+    ///   caller starts the scan from the first message.
+    func releaseFreed() -> Bool {
+        guard !freed.isEmpty else { return true }
+        var lowest: ClaimPosition?
+        for key in freed {
+            guard let first = heldFrom[key] else { return false }
+            lowest = min(lowest ?? first, first)
         }
+        for key in freed { release(key) }
+        freed = []
+        if let lowest { goBack(before: lowest) }
+        return true
+    }
+
+    /// Forgets the hold of `key`.
+    private func release(_ key: String) {
+        held[key] = nil
+        heldFrom[key] = nil
+        heldCount[key] = nil
+        skippable.remove(key)
+    }
+
+    /// The next claim starts at the first position of `at`'s millisecond (no id is
+    /// compared), unless the scan is not that far yet.
+    private func goBack(before at: ClaimPosition) {
+        exhausted = false
+        let before = ClaimPosition(createdAt: at.createdAt, id: "")
+        if let position, before < position { self.position = before }
     }
 
     /// How the scan goes on before the next claim.
     enum Restart: Equatable {
         /// Where it stopped.
         case goOn
-        /// From the first message: a hold may have ended or a time came.
+        /// From the first message: a time came (a hold's end, a message due).
         case fromFirst
         /// Another process committed (and nothing else happened): from where its
         /// commits changed the queue, when the store can say (``ChangeFloors``).
         case changedElsewhere
     }
 
-    /// Whether the scan must start again before the next claim: a hold may have
-    /// ended (`freed`: the run's own outcome for a held destination), a time came,
-    /// or another process changed the queue (`token` differs, or the store cannot
-    /// tell).
-    func restart(token now: UInt64?, freed: Bool, at time: Timestamp) -> Restart {
+    /// Whether the scan must start again before the next claim: a hold's time or a
+    /// message's due time came, or another process changed the queue (`token`
+    /// differs, or the store cannot tell). The holds the run's own outcomes ended
+    /// are the caller's to release (``releaseFreed()``).
+    func restart(token now: UInt64?, at time: Timestamp) -> Restart {
         // At the first message already, unless a claim from there read to the end.
         if position == nil && !exhausted { return .goOn }
-        if freed { return .fromFirst }
         if let wake, wake <= time { return .fromFirst }
         if let holdsEnd, holdsEnd <= time { return .fromFirst }
         if let nextDue, nextDue <= time { return .fromFirst }

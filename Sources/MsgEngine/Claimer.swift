@@ -42,8 +42,6 @@ final class Claimer {
     /// Outcomes' lessons not yet in the store, and the states as this run knows them.
     private var lessons: [(key: String, lesson: DestinationBook.Lesson)] = []
     private(set) var known: [String: DestinationState] = [:]
-    /// A held destination had an outcome: the scan starts again.
-    private(set) var freed = false
     /// Retry takes each message once per run.
     private var attempted: Set<String> = []
     private let remember: Bool
@@ -51,14 +49,12 @@ final class Claimer {
     /// Rides out a store that cannot be reached (`flush --watch`); nil: its error ends the run.
     let outage: StoreOutage?
 
-    /// - Parameters: `scan` and `freed`, what the run before left (a new scan, and
-    ///   nothing freed, by default).
+    /// - Parameters: `scan`, what the run before left (a new scan by default).
     init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil,
-         scan: ClaimScan = ClaimScan(), freed: Bool = false) {
+         scan: ClaimScan = ClaimScan()) {
         self.store = store
         floors = store as? any ChangeFloors
         self.scan = scan
-        self.freed = freed
         self.outage = outage
         outagesSeen = outage?.ended ?? 0
         self.book = DestinationBook(rules: options.rules)
@@ -115,7 +111,6 @@ final class Claimer {
         let token = try store.changeToken()
         try restartScan(token: token, now: now)
         scan.token = token
-        freed = false
         // Nothing can be found that the last claim did not find (``ClaimScan/exhausted``);
         // a claim that stores lessons still runs.
         if scan.exhausted && lessons.isEmpty && limit > 0 { return Round() }
@@ -153,15 +148,18 @@ final class Claimer {
         return round
     }
 
-    /// Starts the scan again where it must (``ClaimScan/restart(token:freed:at:)``):
-    /// from the first message, or, when only other processes' commits happened and
-    /// the store says where they changed the queue (``ChangeFloors``), from there.
+    /// Starts the scan again where it must (``ClaimScan/restart(token:at:)``): from
+    /// the first message, or, when only other processes' commits happened and the
+    /// store says where they changed the queue (``ChangeFloors``), from there; and
+    /// from the first message a destination whose hold the run's own outcome ended
+    /// left behind (``ClaimScan/releaseFreed()``).
     private func restartScan(token: UInt64?, now: Timestamp) throws(MsgError) {
-        switch scan.restart(token: token, freed: freed, at: now) {
-        case .goOn: break
+        switch scan.restart(token: token, at: now) {
+        case .goOn:
+            if !scan.releaseFreed() { scan.rewind() }
         case .fromFirst: scan.rewind()
         case .changedElsewhere:
-            guard let floors, let mark = scan.floorMark else {
+            guard scan.releaseFreed(), let floors, let mark = scan.floorMark else {
                 scan.rewind()
                 break
             }
@@ -190,7 +188,7 @@ final class Claimer {
         inFlight.remove(id)
         if maxPerKey != nil, let n = pendingPerKey[key] { pendingPerKey[key] = n > 1 ? n - 1 : nil }
         // A hold that ends by itself (a pause, a cool-down) is woken by its time.
-        if let hold = scan.held[key], hold.until == nil { freed = true }
+        scan.free(key)
     }
 
     /// Notes what an outcome says about its destination: for the store at the next
@@ -213,7 +211,7 @@ final class Claimer {
     func putsBack(_ key: String) -> Bool {
         guard let s = known[key] else { return false }
         guard case .hold(let hold) = book.verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
-        scan.hold(key, hold)
+        scan.hold(key, hold, counting: false)
         return true
     }
 
@@ -227,7 +225,10 @@ final class Claimer {
         // Queued again where the scan has been: what a breaker or a pause puts back
         // is held in the scan until its time (a wake that starts it again); what a
         // stop puts back ends the run.
-        for item in items { forget(item.record.message.id, key: item.key) }
+        for item in items {
+            scan.putBehind(item.key)
+            forget(item.record.message.id, key: item.key)
+        }
         return applied.filter { $0 }.count
     }
 

@@ -146,13 +146,13 @@ final class DestinationPlanner: ClaimPlanner {
         let key = rules.key.of(m)
         let at = ClaimPosition(createdAt: m.createdAt, id: m.id)
         if !scan.held.isEmpty, let held = scan.held[key] {
-            scan.hold(key, held, counting: at)
+            scan.hold(key, held, from: at)
             return .skip
         }
         if locks != nil {
             // Another claim has it now: as if in flight there.
             if lockedElsewhere.contains(key) {
-                scan.hold(key, .busy, counting: at)
+                scan.hold(key, .busy, from: at)
                 return .skip
             }
             // The store holds as many destinations as it can: the rest wait for the
@@ -161,7 +161,7 @@ final class DestinationPlanner: ClaimPlanner {
             // Not held: it was in flight elsewhere when its chunk was read. What was
             // read of it since may say otherwise, but only a hold makes that true.
             if !reserved.contains(key) {
-                scan.hold(key, .busy, counting: at)
+                scan.hold(key, .busy, from: at)
                 return .skip
             }
         }
@@ -171,7 +171,7 @@ final class DestinationPlanner: ClaimPlanner {
             if taken >= room(key) {
                 // Its share of the pending messages is taken: the rest of it waits for
                 // the scan to start again, so none goes ahead of these.
-                scan.hold(key, .busy)
+                scan.hold(key, .busy, from: at, counting: false)
                 return .skip
             }
         }
@@ -184,7 +184,7 @@ final class DestinationPlanner: ClaimPlanner {
                 states[key] = s
                 changed.insert(key)
             }
-            scan.hold(key, hold, counting: at)
+            scan.hold(key, hold, from: at)
             return .skip
         case .send(let probe):
             if probe || rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
@@ -196,7 +196,7 @@ final class DestinationPlanner: ClaimPlanner {
             if probe {
                 probes.insert(m.id)
                 // One probe at a time: the rest of this destination waits for it.
-                scan.hold(key, .probing)
+                scan.hold(key, .probing, from: at, counting: false)
             }
             if room != nil { takenPerKey[key] = taken + 1 }
             var x = m

@@ -18,6 +18,8 @@ extension Flusher {
         let now = clock()
         for (i, (change, ok)) in zip(o.changes, applied).enumerated() {
             let item = o.items[i]
+            // Put back as it was (not attempted): due again, behind the scan.
+            if ok && o.outcomes[i] == nil && change.record.message.status != .dead { claimer.scan.putBehind(item.key) }
             claimer.forget(item.record.message.id, key: item.key)
             guard ok else { continue }
             guard let outcome = o.outcomes[i] else {

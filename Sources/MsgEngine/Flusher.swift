@@ -54,8 +54,6 @@ public final class Flusher {
     let store: any Store
     /// The claims' place in the queue, kept from one run to the next (``run(progress:)``).
     private let scan = ClaimScan()
-    /// Whether the last run's outcomes ended a hold of ``scan``.
-    private var freedAtEnd = false
     let transport: any Transport
     let openTransport: (() throws(MsgError) -> any Transport)?
     let policy: RetryPolicy
@@ -128,18 +126,10 @@ public final class Flusher {
                 if let text = try hints.scanHint(hintKind) { _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints) }
             }
         }
-        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage,
-                              scan: scan, freed: freedAtEnd)
+        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage, scan: scan)
         // A run that ends early leaves a scan this one cannot vouch for.
         var ended = false
-        defer {
-            if ended {
-                freedAtEnd = claimer.freed
-            } else {
-                scan.rewind()
-                freedAtEnd = false
-            }
-        }
+        defer { if !ended { scan.rewind() } }
         let misconfigured = FirstError()
         outputError = nil
         defer { progress?.finish() }
@@ -227,7 +217,7 @@ public final class Flusher {
         if let outputError { throw outputError }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let hintKind, let hints = store as? any ScanHints, !claimer.freed,
+        if options.leavesScanHint, let hintKind, let hints = store as? any ScanHints, scan.freed.isEmpty,
            summary.misconfigured == nil, summary.stopped == nil {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
             // and is no reason to fail a run whose every outcome is stored.

@@ -77,9 +77,10 @@ final class StartNotingSession: ClaimSession {
     let loader = PluginLoader()
 
     func flusher(_ store: any Store, _ trace: DeliveryTrace, _ clock: TestClock, leavesHint: Bool = false,
-                 retryNow: Bool = false) throws -> Flusher {
+                 retryNow: Bool = false, rules: DeliveryRules = DeliveryRules()) throws -> Flusher {
         let devNull = open("/dev/null", O_WRONLY)
         var options = Flusher.Options()
+        options.rules = rules
         options.leavesScanHint = leavesHint
         if retryNow {
             options.statuses = [.failed]
@@ -164,6 +165,40 @@ final class StartNotingSession: ClaimSession {
         _ = try other.add([late])
         #expect(try f.run().sent == 1)
         #expect(store.takeStarts().first == .some(nil))
+    }
+
+    /// The run's own outcome ends a hold (here a probe's, which held the rest of its
+    /// destination): the scan goes back to that destination's first message left
+    /// behind, not to the first message, so the fifty a suspension holds before it
+    /// are read once a run, and the rest of it still goes in order.
+    @Test func anOwnOutcomeSendsTheScanBackOnlyToWhatItsDestinationLeft() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let store = StartNotingStore(try loader.openStore(url))
+        let clock = TestClock()
+        let held = (0..<50).map { Fixtures.message($0, to: "h", createdOffset: Int64($0)) }
+        let k = (0..<4).map { Fixtures.message(100 + $0, to: "k", createdOffset: 100 + Int64($0)) }
+        _ = try store.add(held + k)
+        _ = try Destinations(store: store).suspend("h", until: nil, reason: "maintenance", now: clock.read())
+        var rules = DeliveryRules()
+        rules.breakerThreshold = 1
+        rules.coolDown = .seconds(30)
+        // k fails once: its breaker opens and the rest of it goes back untouched.
+        let down = Mutex(true)
+        let trace = DeliveryTrace(failing: { m in m.to == "k" && down.withLock { $0 } })
+        #expect(try flusher(store, trace, clock, rules: rules).run().deferred == 1)
+        down.withLock { $0 = false }
+        clock.advance(31_000)
+        _ = store.takeStarts()
+        // After the cool-down: k1 probes (k0 waits to be retried), holding k2 and k3
+        // until its outcome.
+        let probe = try flusher(store, trace, clock, rules: rules).run()
+        #expect(probe.sent == 3 && probe.heldBack == 50, "\(probe)")
+        #expect(Array(trace.state.withLock { $0.handed }.suffix(3)) == k[1...].map(\.id), "k1 probes, then k2 and k3 in order")
+        let starts = store.takeStarts()
+        #expect(starts.count >= 2 && starts.first == .some(nil), "\(starts)")
+        #expect(starts.dropFirst().first == .some(ClaimPosition(createdAt: k[1].createdAt, id: "")),
+                "after the probe's outcome, from k1's millisecond: \(starts)")
+        #expect(starts.dropFirst().allSatisfy { $0.map { $0.createdAt > held[49].createdAt } ?? false }, "\(starts)")
     }
 
     /// One-shot runs, each a new process (a new store handle and flusher), as cron
