@@ -123,7 +123,7 @@ final class ClaimScan {
     /// message was in flight in another process is looked at again, as that message
     /// may have had its outcome, which is at or after `floor`, and so before any of
     /// its destination's messages left behind. A probe of the run's own ends only by
-    /// its outcome, which starts the scan from the first message.
+    /// its outcome (``free(_:)``).
     func rewind(before floor: ClaimPosition) {
         goBack(before: floor)
         // Busy in another process, or with the run's share of it pending: read again
