@@ -9,7 +9,10 @@
 ///    record leaves, in the same commit, a FIFO position (`created_at`, then `id`)
 ///    at or before the lowest of the records it wrote (the first position of its
 ///    millisecond will do); a commit that writes a destination state leaves
-///    ``Floor/all``. Positions are the records' own, as stored.
+///    ``Floor/all``. Positions are the records' own, as stored. An answer may
+///    name again commits an earlier answer named (a floor further back than
+///    needed: PostgreSQL's marks are conservative while other transactions are
+///    open); it never leaves one out.
 /// 2. **Marks only grow.** A mark names the store's commits up to it; a later
 ///    answer's mark is never lower.
 /// 3. **Forgetting is safe.** A store may forget old commits; asked about a mark

@@ -8,10 +8,11 @@ import PostgresNIO
 /// with the offset where its `history` begins (`history_at`); the other columns
 /// exist for the indexes and filters. `messages_status` serves the claim query
 /// (status, then FIFO order); `messages_fifo` serves listings without a status;
-/// `messages_sending` the records in flight to the destinations a claim holds.
+/// `messages_sending` the records in flight to the destinations a claim holds;
+/// `claim_floors` where each commit changed the queue (``PostgresFloors``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 4
+    static let current = 5
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -42,7 +43,10 @@ enum PostgresSchema {
         // Version 4: the records in flight by recipient, read by a claim for each
         // destination it holds (``PostgresClaimSession``): 1 ms for 1,024 destinations
         // instead of 7 to 28 for a walk of every record in flight.
-        ["CREATE INDEX messages_sending ON \(s).messages (recipient) WHERE status = 'sending'"]]
+        ["CREATE INDEX messages_sending ON \(s).messages (recipient) WHERE status = 'sending'"],
+        // Version 5: where each commit changed the queue, and where the last one-shot
+        // run's scan stopped (``PostgresFloors``), empty at first.
+        PostgresFloors.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);

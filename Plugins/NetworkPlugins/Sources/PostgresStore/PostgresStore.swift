@@ -49,6 +49,7 @@ public final class PostgresStore: Store {
             log = appended
         }
         try appended(log)
+        PostgresFloors.pruneNowAndThen(db)
         // The first record with an id is the one stored; later ones, and ids stored
         // before, are answered with what the store holds.
         var seen: [String: Message] = [:]
@@ -156,11 +157,14 @@ public final class PostgresStore: Store {
             WITH del AS (
             DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[]) AS r(id, statuses)
             WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
-            RETURNING m.id, m.recipient, m.status),
+            RETURNING m.id, m.recipient, m.status, m.created_at),
+            floor AS (\(PostgresFloors.append(db.address.schema, "created_at", from: "del"))),
             log AS (\(PostgresTally.append(db.address.schema, gone, from: "del")))
             SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM del
             """, binds: b), "removing \(removals.count) messages")
-        return try applied(removals.map(\.id), rows, "removing messages")
+        let done = try applied(removals.map(\.id), rows, "removing messages")
+        PostgresFloors.pruneNowAndThen(db)
+        return done
     }
 
     /// Runs `body` in one transaction, or in the one open already (an update inside
@@ -182,6 +186,7 @@ public final class PostgresStore: Store {
             foldAfterCommit = nil
             try PostgresTally.fold(db, upTo: seq)
         }
+        PostgresFloors.pruneNowAndThen(db)
         return result
     }
 

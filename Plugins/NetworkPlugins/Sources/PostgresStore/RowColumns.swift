@@ -51,8 +51,9 @@ struct RowColumns {
         }
     }
 
-    /// Inserts the rows whose id is new, counting them in schema `s`; returns the
-    /// ids inserted, each with the seq of the log row appended (``PostgresTally``).
+    /// Inserts the rows whose id is new, counting them in schema `s` and noting where
+    /// they changed the queue (``PostgresFloors``); returns the ids inserted, each
+    /// with the seq of the log row appended (``PostgresTally``).
     func insert(into table: String, schema s: String) -> PostgresQuery {
         var b = PostgresBindings(capacity: 10)
         b.append(ids); b.append(statuses); b.append(recipients); b.append(createdAt); b.append(updatedAt)
@@ -66,7 +67,8 @@ struct RowColumns {
                  WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, n)
             ORDER BY u.n
             ON CONFLICT (id) DO NOTHING
-            RETURNING id),
+            RETURNING id, created_at),
+            floor AS (\(PostgresFloors.append(s, "created_at", from: "ins"))),
             firsts AS (
                 SELECT DISTINCT ON (d.id) d.deltas FROM unnest($1::text[], $10::text[]) WITH ORDINALITY AS d(id, deltas, n)
                 JOIN ins USING (id) ORDER BY d.id, d.n),
@@ -76,7 +78,8 @@ struct RowColumns {
     }
 
     /// Replaces each row whose status is still its expected one (compare-and-set),
-    /// counting the changes in schema `s`; returns the ids replaced, each with the seq
+    /// counting the changes in schema `s` and noting where they changed the queue
+    /// (``PostgresFloors``); returns the ids replaced, each with the seq
     /// of the log row appended (``PostgresTally``). `created_at` never changes and is
     /// left alone. The ids must be distinct.
     ///
@@ -101,7 +104,8 @@ struct RowColumns {
                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[])
                      AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas)
                 WHERE m.id = u.id AND m.status = u.expected AND m.recipient = u.recipient
-                RETURNING m.id, m.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas),
+                RETURNING m.id, m.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas, m.created_at),
+                floor AS (\(PostgresFloors.append(s, "created_at", from: "upd"))),
                 log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
                 SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
                 """, binds: b)
@@ -115,7 +119,8 @@ struct RowColumns {
             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[])
                  AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas), old
             WHERE m.id = u.id AND m.status = u.expected AND old.id = m.id
-            RETURNING m.id, old.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas),
+            RETURNING m.id, old.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas, m.created_at),
+            floor AS (\(PostgresFloors.append(s, "created_at", from: "upd"))),
             log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
             SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
             """, binds: b)

@@ -93,9 +93,9 @@ final class Workers: @unchecked Sendable {
         }
     }
 
-    /// A schema 2 queue (schema 4 without its counts and its index of the records in
-    /// flight, the version set back) is brought to 4 by the first store opened for
-    /// writing, which counts what it
+    /// A schema 2 queue (schema 5 without its counts, its index of the records in
+    /// flight and its floors, the version set back) is brought to 5 by the first
+    /// store opened for writing, which counts what it
     /// holds: records by status and waiting ones by recipient, and the attempts
     /// their histories keep; a store opened for reading before that is refused.
     @Test func aVersion2SchemaIsCountedWhenMigrated() throws {
@@ -114,6 +114,7 @@ final class Workers: @unchecked Sendable {
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
         for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "DROP INDEX \(schema).messages_sending",
+                    "DROP TABLE \(schema).claim_floors", "DROP TABLE \(schema).claim_floors_pruned", "DROP TABLE \(schema).claim_hints",
                     "UPDATE \(schema).msg_schema SET version = 2"] {
             try db.query(PostgresQuery(unsafeSQL: sql), "test")
         }
@@ -131,6 +132,8 @@ final class Workers: @unchecked Sendable {
         #expect(counts.tally[.init(.messages, "r1@x", "failed")] == 2)
         let index = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).messages_sending') IS NOT NULL"), "test")
         #expect(try index.first?.decode(Bool.self) == true, "schema 4's index of the records in flight")
+        let floors = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).claim_floors') IS NOT NULL"), "test")
+        #expect(try floors.first?.decode(Bool.self) == true, "schema 5's floors")
     }
 
     /// Past 512 log rows the writer that appends the last folds the log into
@@ -156,6 +159,33 @@ final class Workers: @unchecked Sendable {
         expected.added(m)
         #expect(counts.tally == expected)
         #expect(counts.tally[.init(.messages, "fold@x", "queued")] == 1)
+    }
+
+    /// Old rows of `claim_floors` go (``PostgresFloors/prune(_:keeping:)``), and
+    /// `claim_floors_pruned` says below which transaction: a reader whose mark is
+    /// below it is told anything may have changed, one at or above it what changed.
+    @Test func aMarkBelowWhatWasPrunedGetsAll() throws {
+        let url = try TestServer.freshURL()
+        let store = try #require(try TestServer.open(url) as? any ChangeFloors)
+        let schema = String(url.split(separator: "=").last!)
+        let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
+        func integer(_ sql: String) throws -> Int64 {
+            try #require(try db.query(PostgresQuery(unsafeSQL: sql), "test").first).decode(Int64.self)
+        }
+        // A row of a transaction long gone (id 7), beside one of now.
+        try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(schema).claim_floors (xid, created_at) VALUES (7, 1)"), "test")
+        let before = try store.changeFloor(since: nil).mark
+        _ = try (store as any Store).add([Fixtures.message(1, to: "a@x")])
+        try PostgresFloors.prune(db, keeping: Int(before) - 8)
+        #expect(try integer("SELECT count(*) FROM \(schema).claim_floors WHERE xid = 7") == 0, "the old row went")
+        #expect(try integer("SELECT count(*) FROM \(schema).claim_floors WHERE xid >= \(before)") == 1, "the new one stays")
+        #expect(try integer("SELECT below FROM \(schema).claim_floors_pruned") == 8)
+        guard case .from = try store.changeFloor(since: before).floor else {
+            Issue.record("a mark above what went: the add is named")
+            return
+        }
+        try db.query(PostgresQuery(unsafeSQL: "UPDATE \(schema).claim_floors_pruned SET below = \(before + 1)"), "test")
+        #expect(try store.changeFloor(since: before).floor == .all, "a mark below what went")
     }
 
     @Test func tlsIsUsedWhenTheURLAsksForIt() throws {
