@@ -77,10 +77,12 @@ final class StartNotingSession: ClaimSession {
     let loader = PluginLoader()
 
     func flusher(_ store: any Store, _ trace: DeliveryTrace, _ clock: TestClock, leavesHint: Bool = false,
-                 retryNow: Bool = false, rules: DeliveryRules = DeliveryRules()) throws -> Flusher {
+                 retryNow: Bool = false, rules: DeliveryRules = DeliveryRules(), concurrency: Int = 1, batch: Int = 1024) throws -> Flusher {
         let devNull = open("/dev/null", O_WRONLY)
         var options = Flusher.Options()
         options.rules = rules
+        options.concurrency = concurrency
+        options.batchSize = batch
         options.leavesScanHint = leavesHint
         if retryNow {
             options.statuses = [.failed]
@@ -89,7 +91,7 @@ final class StartNotingSession: ClaimSession {
         }
         return Flusher(store: store, transport: TracingTransport(trace), policy: RetryPolicy(), options: options,
                        faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: Reporter { _ in }),
-                       stop: StopRequest(watchesSignals: false), clock: clock.read, unit: { 0.5 })
+                       stop: StopRequest(watchesSignals: false), openTransport: { TracingTransport(trace) }, clock: clock.read, unit: { 0.5 })
     }
 
     func position(_ m: Message) -> ClaimPosition { ClaimPosition(createdAt: m.createdAt, id: m.id) }
@@ -199,6 +201,30 @@ final class StartNotingSession: ClaimSession {
         #expect(starts.dropFirst().first == .some(ClaimPosition(createdAt: k[1].createdAt, id: "")),
                 "after the probe's outcome, from k1's millisecond: \(starts)")
         #expect(starts.dropFirst().allSatisfy { $0.map { $0.createdAt > held[49].createdAt } ?? false }, "\(starts)")
+    }
+
+    /// With two workers and batches of two, a destination has its share pending (two)
+    /// after the first claim: the next holds the rest of it, and each outcome frees
+    /// it. Every claim after the first starts at that destination's messages, never
+    /// again before the fifty a suspension holds, and its twenty go in FIFO order.
+    @Test func ownOutcomesFreeingAShareGoBackToItNotToTheFirstMessage() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let store = StartNotingStore(try loader.openStore(url))
+        let clock = TestClock()
+        let held = (0..<50).map { Fixtures.message($0, to: "h", createdOffset: Int64($0)) }
+        let k = (0..<20).map { Fixtures.message(100 + $0, to: "k", createdOffset: 100 + Int64($0)) }
+        _ = try store.add(held + k)
+        _ = try Destinations(store: store).suspend("h", until: nil, reason: "maintenance", now: clock.read())
+        let trace = DeliveryTrace(failing: { _ in false })
+        let summary = try flusher(store, trace, clock, concurrency: 2, batch: 2).run()
+        #expect(summary.sent == 20 && summary.heldBack == 50, "\(summary)")
+        #expect(trace.state.withLock { $0.firstAttempts["k"] } == k.map(\.id), "k in FIFO order")
+        #expect(trace.state.withLock { $0.maxInFlightPerKey } == 1)
+        // Each chunk a claim reads is a start (this store gives held messages too).
+        let starts = store.takeStarts()
+        #expect(starts.first == .some(nil) && starts.dropFirst().allSatisfy { $0 != nil }, "only the first claim reads from the first message")
+        let inTheFifty = starts.compactMap { $0 }.filter { $0.createdAt <= held[49].createdAt }
+        #expect(inTheFifty.count == Set(inTheFifty).count, "the fifty read once: \(inTheFifty.count) starts among them")
     }
 
     /// One-shot runs, each a new process (a new store handle and flusher), as cron
