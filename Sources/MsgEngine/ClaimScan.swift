@@ -18,9 +18,11 @@ final class ClaimScan {
     private(set) var held: [String: DestinationBook.Hold] = [:]
     /// Messages read and left per held destination in this scan.
     private(set) var heldCount: [String: Int] = [:]
-    /// The furthest message counted in ``heldCount``: a scan that goes back part of
-    /// the way (``rewind(before:)``) reads some again.
-    private var countedTo: ClaimPosition?
+    /// Per held destination, the furthest of its messages counted in ``heldCount``:
+    /// a scan that goes back part of the way (``rewind(before:)``,
+    /// ``releaseFreed()``) reads some again, and a destination released there counts
+    /// afresh when it is held again.
+    private var countedTo: [String: ClaimPosition] = [:]
     /// Held destinations whose messages the store may skip without reading them.
     private(set) var skippable: Set<String> = []
     /// Per held destination, the lowest message it left behind in this scan: going
@@ -71,9 +73,9 @@ final class ClaimScan {
             // Written behind the scan since (another process's commit, a floor).
             heldFrom[key] = from
         }
-        if counting, let at = from, countedTo.map({ $0 < at }) ?? true {
+        if counting, let at = from, countedTo[key].map({ $0 < at }) ?? true {
             heldCount[key, default: 0] += 1
-            countedTo = at
+            countedTo[key] = at
         }
         if why != .probing { skippable.insert(key) }
         if let until = why.until { holdsEnd = min(holdsEnd ?? until, until) }
@@ -96,7 +98,7 @@ final class ClaimScan {
         heldFrom = [:]
         freed = []
         heldCount = [:]
-        countedTo = nil
+        countedTo = [:]
         skippable = []
         wake = nil
         holdsEnd = nil
@@ -170,6 +172,7 @@ final class ClaimScan {
         held[key] = nil
         heldFrom[key] = nil
         heldCount[key] = nil
+        countedTo[key] = nil
         skippable.remove(key)
     }
 

@@ -203,6 +203,33 @@ final class StartNotingSession: ClaimSession {
         #expect(starts.dropFirst().allSatisfy { $0.map { $0.createdAt > held[49].createdAt } ?? false }, "\(starts)")
     }
 
+    /// Keyed by a header, a run counts what waits from its scan: a probe that fails
+    /// releases its destination, the scan reads its messages again and holds them
+    /// behind the reopened breaker, and counts them once more, not zero times.
+    @Test func aDestinationHeldAgainAfterItsProbeCountsWhatWaits() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let store = try loader.openStore(url)
+        let clock = TestClock()
+        let k = (0..<4).map { n in
+            var m = Fixtures.message(100 + n, to: "k\(n)@x", createdOffset: 100 + Int64(n))
+            m.headers["dest"] = "k"
+            return m
+        }
+        _ = try store.add(k)
+        var rules = DeliveryRules()
+        rules.key = .header("dest")
+        rules.breakerThreshold = 1
+        rules.coolDown = .seconds(30)
+        let trace = DeliveryTrace(failing: { _ in true })
+        let opened = try flusher(store, trace, clock, rules: rules).run()
+        #expect(opened.deferred == 1, "\(opened)")
+        clock.advance(31_000)
+        // k1 probes and fails: k2 and k3 wait behind the breaker, open again.
+        let probed = try flusher(store, trace, clock, rules: rules).run()
+        #expect(probed.deferred == 1 && probed.heldBack == 2, "\(probed)")
+        #expect(probed.holds.first?.hasSuffix("2 messages wait without an attempt counted") == true, "\(probed.holds)")
+    }
+
     /// With two workers and batches of two, a destination has its share pending (two)
     /// after the first claim: the next holds the rest of it, and each outcome frees
     /// it. Every claim after the first starts at that destination's messages, never
