@@ -9,10 +9,11 @@ import PostgresNIO
 /// exist for the indexes and filters. `messages_status` serves the claim query
 /// (status, then FIFO order); `messages_fifo` serves listings without a status;
 /// `messages_sending` the records in flight to the destinations a claim holds;
-/// `claim_floors` where each commit changed the queue (``PostgresFloors``).
+/// `claim_floors` where each commit changed the queue (``PostgresFloors``);
+/// `created_minutes` the records by status and creation minute (``PostgresAges``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 5
+    static let current = 6
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -46,7 +47,10 @@ enum PostgresSchema {
         ["CREATE INDEX messages_sending ON \(s).messages (recipient) WHERE status = 'sending'"],
         // Version 5: where each commit changed the queue, and where the last one-shot
         // run's scan stopped (``PostgresFloors``), empty at first.
-        PostgresFloors.tables(s)]
+        PostgresFloors.tables(s),
+        // Version 6: the records by status and creation minute (``PostgresAges``),
+        // filled by ``migrate(_:)``.
+        PostgresAges.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);
@@ -71,6 +75,7 @@ enum PostgresSchema {
                 }
             }
             if found < 3 { try PostgresTally.rebuild(db) }
+            if found < 6 { try PostgresAges.rebuild(db, now: .now()) }
             try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(s).msg_schema"), "recording the schema version")
             try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).msg_schema (version) VALUES (\(current))"), "recording the schema version")
         }

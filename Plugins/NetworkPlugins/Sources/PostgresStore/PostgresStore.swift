@@ -159,6 +159,7 @@ public final class PostgresStore: Store {
             WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
             RETURNING m.id, m.recipient, m.status, m.created_at),
             floor AS (\(PostgresFloors.append(db.address.schema, "created_at", from: "del"))),
+            ages AS (\(PostgresAges.append(db.address.schema, from: "del", status: "status", sign: -1))),
             log AS (\(PostgresTally.append(db.address.schema, gone, from: "del")))
             SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM del
             """, binds: b), "removing \(removals.count) messages")

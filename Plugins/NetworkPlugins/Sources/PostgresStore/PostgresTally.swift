@@ -58,26 +58,31 @@ enum PostgresTally {
 
     /// The figures, or nil when they are not whole.
     static func read(_ db: BlockingConnection) throws(MsgError) -> Tally? {
-        let s = db.address.schema
-        return try db.transaction("reading the counts") { () throws(MsgError) -> Tally? in
+        try db.transaction("reading the counts") { () throws(MsgError) -> Tally? in
             try db.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "reading the counts")
-            var t = Tally()
-            var whole = false
-            for row in try db.query(PostgresQuery(unsafeSQL: "SELECT kind, a, b, n FROM \(s).tallies"), "reading the counts") {
-                do {
-                    let (kind, a, b, n) = try row.decode((String, String, String, Int64).self)
-                    if let k = Tally.Kind(rawValue: kind) { t.add(Int(n), to: Tally.Key(k, a, b)) } else if kind == "ok" { whole = true }
-                } catch {
-                    throw PostgresStore.corrupt("a count", error)
-                }
-            }
-            guard whole else { return nil }
-            for row in try db.query(PostgresQuery(unsafeSQL: "SELECT deltas FROM \(s).tally_log"), "reading the counts") {
-                guard var text = try? row.decode(String.self) else { continue }
-                text.withUTF8 { t.add(logText: $0) }
-            }
-            return t
+            return try readInTransaction(db)
         }
+    }
+
+    /// The figures, or nil when they are not whole, in the caller's transaction.
+    static func readInTransaction(_ db: BlockingConnection) throws(MsgError) -> Tally? {
+        let s = db.address.schema
+        var t = Tally()
+        var whole = false
+        for row in try db.query(PostgresQuery(unsafeSQL: "SELECT kind, a, b, n FROM \(s).tallies"), "reading the counts") {
+            do {
+                let (kind, a, b, n) = try row.decode((String, String, String, Int64).self)
+                if let k = Tally.Kind(rawValue: kind) { t.add(Int(n), to: Tally.Key(k, a, b)) } else if kind == "ok" { whole = true }
+            } catch {
+                throw PostgresStore.corrupt("a count", error)
+            }
+        }
+        guard whole else { return nil }
+        for row in try db.query(PostgresQuery(unsafeSQL: "SELECT deltas FROM \(s).tally_log"), "reading the counts") {
+            guard var text = try? row.decode(String.self) else { continue }
+            text.withUTF8 { t.add(logText: $0) }
+        }
+        return t
     }
 
     /// Folds the log rows up to `seq` into `tallies`, in a transaction of its own.
@@ -95,6 +100,7 @@ enum PostgresTally {
                 text.withUTF8 { t.add(logText: $0) }
             }
             try upsert(t, db)
+            try PostgresAges.fold(db, now: .now())
         }
     }
 

@@ -51,8 +51,9 @@ struct RowColumns {
         }
     }
 
-    /// Inserts the rows whose id is new, counting them in schema `s` and noting where
-    /// they changed the queue (``PostgresFloors``); returns the ids inserted, each
+    /// Inserts the rows whose id is new, counting them in schema `s` (also by
+    /// creation minute, ``PostgresAges``) and noting where they changed the queue
+    /// (``PostgresFloors``); returns the ids inserted, each
     /// with the seq of the log row appended (``PostgresTally``).
     func insert(into table: String, schema s: String) -> PostgresQuery {
         var b = PostgresBindings(capacity: 10)
@@ -67,8 +68,9 @@ struct RowColumns {
                  WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, n)
             ORDER BY u.n
             ON CONFLICT (id) DO NOTHING
-            RETURNING id, created_at),
+            RETURNING id, status, created_at),
             floor AS (\(PostgresFloors.append(s, "created_at", from: "ins"))),
+            ages AS (\(PostgresAges.append(s, from: "ins", status: "status", sign: 1))),
             firsts AS (
                 SELECT DISTINCT ON (d.id) d.deltas FROM unnest($1::text[], $10::text[]) WITH ORDINALITY AS d(id, deltas, n)
                 JOIN ins USING (id) ORDER BY d.id, d.n),
@@ -78,8 +80,8 @@ struct RowColumns {
     }
 
     /// Replaces each row whose status is still its expected one (compare-and-set),
-    /// counting the changes in schema `s` and noting where they changed the queue
-    /// (``PostgresFloors``); returns the ids replaced, each with the seq
+    /// counting the changes in schema `s` (also by creation minute, ``PostgresAges``)
+    /// and noting where they changed the queue (``PostgresFloors``); returns the ids replaced, each with the seq
     /// of the log row appended (``PostgresTally``). `created_at` never changes and is
     /// left alone. The ids must be distinct.
     ///
@@ -106,6 +108,7 @@ struct RowColumns {
                 WHERE m.id = u.id AND m.status = u.expected AND m.recipient = u.recipient
                 RETURNING m.id, m.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas, m.created_at),
                 floor AS (\(PostgresFloors.append(s, "created_at", from: "upd"))),
+                ages AS (\(PostgresAges.appendMoves(s, from: "upd", old: "upd.old", new: "upd.new"))),
                 log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
                 SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
                 """, binds: b)
@@ -121,6 +124,7 @@ struct RowColumns {
             WHERE m.id = u.id AND m.status = u.expected AND old.id = m.id
             RETURNING m.id, old.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas, m.created_at),
             floor AS (\(PostgresFloors.append(s, "created_at", from: "upd"))),
+            ages AS (\(PostgresAges.appendMoves(s, from: "upd", old: "upd.old", new: "upd.new"))),
             log AS (\(PostgresTally.append(s, "\(moved) || upd.deltas", from: "upd")))
             SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
             """, binds: b)

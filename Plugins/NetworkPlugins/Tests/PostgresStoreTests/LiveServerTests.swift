@@ -93,9 +93,9 @@ final class Workers: @unchecked Sendable {
         }
     }
 
-    /// A schema 2 queue (schema 5 without its counts, its index of the records in
-    /// flight and its floors, the version set back) is brought to 5 by the first
-    /// store opened for writing, which counts what it
+    /// A schema 2 queue (schema 6 without its counts, its index of the records in
+    /// flight, its floors and its counts by age, the version set back) is brought to
+    /// 6 by the first store opened for writing, which counts what it
     /// holds: records by status and waiting ones by recipient, and the attempts
     /// their histories keep; a store opened for reading before that is refused.
     @Test func aVersion2SchemaIsCountedWhenMigrated() throws {
@@ -115,6 +115,7 @@ final class Workers: @unchecked Sendable {
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
         for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "DROP INDEX \(schema).messages_sending",
                     "DROP TABLE \(schema).claim_floors", "DROP TABLE \(schema).claim_floors_pruned", "DROP TABLE \(schema).claim_hints",
+                    "DROP TABLE \(schema).created_minutes", "DROP TABLE \(schema).created_log",
                     "UPDATE \(schema).msg_schema SET version = 2"] {
             try db.query(PostgresQuery(unsafeSQL: sql), "test")
         }
@@ -134,6 +135,13 @@ final class Workers: @unchecked Sendable {
         #expect(try index.first?.decode(Bool.self) == true, "schema 4's index of the records in flight")
         let floors = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).claim_floors') IS NOT NULL"), "test")
         #expect(try floors.first?.decode(Bool.self) == true, "schema 5's floors")
+        // Schema 6's counts by creation minute, filled from the records.
+        let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
+        let byAge = try #require(try (migrated as? any CreationCounts)?.created(after: [edge]))
+        var want: [String: [Int]] = [:]
+        for m in records { want[m.status.rawValue, default: [0, 0]][1] += 1 }
+        for m in records where m.createdAt > edge { want[m.status.rawValue, default: [0, 0]][0] += 1 }
+        #expect(byAge == want)
     }
 
     /// Past 512 log rows the writer that appends the last folds the log into
@@ -159,6 +167,14 @@ final class Workers: @unchecked Sendable {
         expected.added(m)
         #expect(counts.tally == expected)
         #expect(counts.tally[.init(.messages, "fold@x", "queued")] == 1)
+        // The counts by creation minute were folded with it, and still agree.
+        let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
+        let byAge = try #require(try (store as? any CreationCounts)?.created(after: [edge]))
+        #expect(byAge.filter { $0.value != [0, 0] } == ["queued": [m.createdAt > edge ? 1 : 0, 1]], "\(byAge)")
+        let minutes = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).created_minutes"), "test")
+        #expect(try #require(minutes.first).decode(Int32.self) <= 1, "folded into one minute at most, the empty ones dropped")
+        let logged = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).created_log"), "test")
+        #expect(try #require(logged.first).decode(Int32.self) < 600, "the log of 1,200 rows was folded")
     }
 
     /// Old rows of `claim_floors` go (``PostgresFloors/prune(_:keeping:)``), and
