@@ -33,6 +33,11 @@ final class ClaimScan {
     /// Holds the run's own outcomes ended (``free(_:)``), released at the next claim
     /// (``releaseFreed()``).
     private(set) var freed: Set<String> = []
+    /// Held for the run's own messages (its share pending, its probe): only its own
+    /// outcomes end those (``free(_:)``), so going back for another process's commit
+    /// (``rewind(before:)``) keeps them, and with them the first message they left,
+    /// which may lie before that commit's floor.
+    private var own: Set<String> = []
     /// The earliest time a pause or a token wait of this scan ends: a run waits for
     /// those (within its patience), not for a breaker's cool-down.
     private(set) var wake: Timestamp?
@@ -65,10 +70,11 @@ final class ClaimScan {
     /// Holds `key` for the rest of the scan from the message at `from` (where it was
     /// read and left); `counting`: that message is counted among the held, once
     /// however often the scan goes back over it.
-    func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true) {
+    func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false) {
         if held[key] == nil {
             held[key] = why
             if let from { heldFrom[key] = from }
+            if isOwn { own.insert(key) }
         } else if let from, let first = heldFrom[key], from < first {
             // Written behind the scan since (another process's commit, a floor).
             heldFrom[key] = from
@@ -97,6 +103,7 @@ final class ClaimScan {
         held = [:]
         heldFrom = [:]
         freed = []
+        own = []
         heldCount = [:]
         countedTo = [:]
         skippable = []
@@ -128,9 +135,10 @@ final class ClaimScan {
     /// its outcome (``free(_:)``).
     func rewind(before floor: ClaimPosition) {
         goBack(before: floor)
-        // Busy in another process, or with the run's share of it pending: read again
-        // (the planner holds it again where that still holds).
-        for (key, why) in held where why == .busy { release(key) }
+        // Busy in another process: read again (the planner holds it again where that
+        // still holds). Held for the run's own share pending: kept, for its messages
+        // left may lie before `floor`, and only its own outcome frees it.
+        for (key, why) in held where why == .busy && !own.contains(key) { release(key) }
     }
 
     /// The run's own outcome ended what held `key` (its message in flight, its
@@ -173,6 +181,7 @@ final class ClaimScan {
         heldFrom[key] = nil
         heldCount[key] = nil
         countedTo[key] = nil
+        own.remove(key)
         skippable.remove(key)
     }
 

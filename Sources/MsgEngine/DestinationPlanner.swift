@@ -171,7 +171,7 @@ final class DestinationPlanner: ClaimPlanner {
             if taken >= room(key) {
                 // Its share of the pending messages is taken: the rest of it waits for
                 // the scan to start again, so none goes ahead of these.
-                scan.hold(key, .busy, from: at, counting: false)
+                scan.hold(key, .busy, from: at, counting: false, own: true)
                 return .skip
             }
         }
@@ -196,7 +196,7 @@ final class DestinationPlanner: ClaimPlanner {
             if probe {
                 probes.insert(m.id)
                 // One probe at a time: the rest of this destination waits for it.
-                scan.hold(key, .probing, from: at, counting: false)
+                scan.hold(key, .probing, from: at, counting: false, own: true)
             }
             if room != nil { takenPerKey[key] = taken + 1 }
             var x = m
