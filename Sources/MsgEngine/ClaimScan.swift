@@ -38,6 +38,11 @@ final class ClaimScan {
     /// (``rewind(before:)``) keeps them, and with them the first message they left,
     /// which may lie before that commit's floor.
     private var own: Set<String> = []
+    /// Held because another claim held the destination at that moment (its lock),
+    /// not because a message of it was in flight there: that claim's commit may write
+    /// nothing of it, so going back for it (``rewind(before:)``) goes back to the
+    /// first message such a hold left, not only to the commit's floor.
+    private var locked: Set<String> = []
     /// The earliest time a pause or a token wait of this scan ends: a run waits for
     /// those (within its patience), not for a breaker's cool-down.
     private(set) var wake: Timestamp?
@@ -70,11 +75,13 @@ final class ClaimScan {
     /// Holds `key` for the rest of the scan from the message at `from` (where it was
     /// read and left); `counting`: that message is counted among the held, once
     /// however often the scan goes back over it.
-    func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false) {
+    func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false,
+              locked isLocked: Bool = false) {
         if held[key] == nil {
             held[key] = why
             if let from { heldFrom[key] = from }
             if isOwn { own.insert(key) }
+            if isLocked { locked.insert(key) }
         } else if let from, let first = heldFrom[key], from < first {
             // Written behind the scan since (another process's commit, a floor).
             heldFrom[key] = from
@@ -104,6 +111,7 @@ final class ClaimScan {
         heldFrom = [:]
         freed = []
         own = []
+        locked = []
         heldCount = [:]
         countedTo = [:]
         skippable = []
@@ -133,12 +141,21 @@ final class ClaimScan {
     /// may have had its outcome, which is at or after `floor`, and so before any of
     /// its destination's messages left behind. A probe of the run's own ends only by
     /// its outcome (``free(_:)``).
-    func rewind(before floor: ClaimPosition) {
-        goBack(before: floor)
+    /// - Returns: false when a hold to release has no first message on record: then
+    ///   the caller starts the scan from the first message.
+    func rewind(before floor: ClaimPosition) -> Bool {
         // Busy in another process: read again (the planner holds it again where that
         // still holds). Held for the run's own share pending: kept, for its messages
         // left may lie before `floor`, and only its own outcome frees it.
-        for (key, why) in held where why == .busy && !own.contains(key) { release(key) }
+        let released = held.filter { $0.value == .busy && !own.contains($0.key) }.map(\.key)
+        var back = floor
+        for key in released where locked.contains(key) {
+            guard let first = heldFrom[key] else { return false }
+            back = min(back, first)
+        }
+        for key in released { release(key) }
+        goBack(before: back)
+        return true
     }
 
     /// The run's own outcome ended what held `key` (its message in flight, its
@@ -182,6 +199,7 @@ final class ClaimScan {
         heldCount[key] = nil
         countedTo[key] = nil
         own.remove(key)
+        locked.remove(key)
         skippable.remove(key)
     }
 

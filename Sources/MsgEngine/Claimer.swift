@@ -166,7 +166,7 @@ final class Claimer {
             let change = try floors.changeFloor(since: mark)
             switch change.floor {
             case .none: break
-            case .from(let position): scan.rewind(before: position)
+            case .from(let position): if !scan.rewind(before: position) { scan.rewind() }
             case .all: scan.rewind()
             }
             scan.floorMark = change.mark

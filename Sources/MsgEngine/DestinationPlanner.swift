@@ -152,7 +152,7 @@ final class DestinationPlanner: ClaimPlanner {
         if locks != nil {
             // Another claim has it now: as if in flight there.
             if lockedElsewhere.contains(key) {
-                scan.hold(key, .busy, from: at)
+                scan.hold(key, .busy, from: at, locked: true)
                 return .skip
             }
             // The store holds as many destinations as it can: the rest wait for the
@@ -161,7 +161,7 @@ final class DestinationPlanner: ClaimPlanner {
             // Not held: it was in flight elsewhere when its chunk was read. What was
             // read of it since may say otherwise, but only a hold makes that true.
             if !reserved.contains(key) {
-                scan.hold(key, .busy, from: at)
+                scan.hold(key, .busy, from: at, locked: true)
                 return .skip
             }
         }

@@ -98,7 +98,10 @@ enum ScanHint {
         let change = try floors.changeFloor(since: Int64(mark))
         if change.floor == .all { return false }
         scan.resume(at: position, exhausted: exhausted, held: held, nextDue: nextDue)
-        if case .from(let floor) = change.floor { scan.rewind(before: floor) }
+        if case .from(let floor) = change.floor, !scan.rewind(before: floor) {
+            scan.rewind()
+            return false
+        }
         scan.floorMark = change.mark
         return true
     }
