@@ -184,7 +184,11 @@ final class DestinationPlanner: ClaimPlanner {
                 states[key] = s
                 changed.insert(key)
             }
-            scan.hold(key, hold, from: at)
+            // Claims that hold destinations run beside each other (PostgreSQL): what
+            // they read of the records in flight interleaves with other claims'
+            // commits, so a destination busy there is read again from its first
+            // message left, not only from a commit's floor.
+            scan.hold(key, hold, from: at, locked: locks != nil && hold == .busy)
             return .skip
         case .send(let probe):
             if probe || rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
