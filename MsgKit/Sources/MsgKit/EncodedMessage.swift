@@ -36,11 +36,13 @@ public struct EncodedMessage: Sendable, Equatable {
     /// in anything else, or the text is not in the order msg writes, `new` is
     /// encoded afresh: the result is the same bytes either way.
     public init(updating record: EncodedMessage, to new: Message) {
-        let old = record.message
-        if new.history.count >= old.history.count, new.id == old.id, new.to == old.to, new.body == old.body,
-           new.from == old.from, new.headers == old.headers, new.extra == old.extra,
+        // Read in place: a copy of the old message would retain each of its fields.
+        let old = record.box
+        if new.history.count >= old.message.history.count, new.id == old.message.id, new.to == old.message.to,
+           new.body == old.message.body, new.from == old.message.from, new.headers == old.message.headers,
+           new.extra == old.message.extra,
            let (json, offset) = record.json.withUnsafeBufferPointer({
-               RecordLayout.spliced($0, historyOffset: record.historyOffset, as: new, appending: new.history[old.history.count...])
+               RecordLayout.spliced($0, historyOffset: record.historyOffset, as: new, appending: new.history[old.message.history.count...])
            }) {
             self.init(message: new, json: json, historyOffset: offset)
         } else {
