@@ -5,9 +5,9 @@ import MsgKit
 /// every column selected costs SQLite work on every row.
 struct Row {
     /// The columns, in the order read here.
-    static let columns = "record, history_at, id, recipient, created_at, status, rid"
+    static let columns = "\(SQLitePayloads.text), history_at, id, recipient, created_at, status, rid"
     /// The columns a listing of text needs.
-    static let listingColumns = "record, history_at, id"
+    static let listingColumns = "\(SQLitePayloads.text), history_at, id"
 
     private let s: SQLiteStatement
     init(_ s: SQLiteStatement) { self.s = s }

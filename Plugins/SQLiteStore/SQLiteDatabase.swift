@@ -139,6 +139,8 @@ final class SQLiteDatabase {
 
     /// Rows changed by the last statement.
     var changes: Int32 { sqlite3_changes(handle) }
+    /// The rowid of this connection's last insert.
+    var lastInsertRowid: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Runs `body`'s reads in one read transaction (`BEGIN DEFERRED`): one snapshot,
     /// also for a store opened for reading.

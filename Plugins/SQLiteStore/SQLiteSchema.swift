@@ -34,7 +34,8 @@ import MsgKit
 /// that `queue stats` reads none either; schema 7 `claim_floors`, where each commit
 /// changed the queue (``SQLiteFloors``), so that a kept claim scan goes back only
 /// that far when another process commits, and `claim_hints`, where the last one-shot
-/// run's scan stopped.
+/// run's scan stopped; schema 8 `payloads`, the content of large records written
+/// once, apart from the row each change rewrites (``SQLitePayloads``).
 ///
 /// Schema 4 keeps dead and held records out of the open ones: a million dead after
 /// an outage cost a flush nothing (a flush of ten past them: 214 ms in schema 3,
@@ -47,7 +48,7 @@ import MsgKit
 /// mock 0.58x, with 5,000 recipients).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 7
+    static let current: Int64 = 8
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -120,6 +121,9 @@ enum SQLiteSchema {
         // Version 7: where each commit changed the queue and where the last run stopped
         // (``SQLiteFloors``), empty at first.
         SQLiteFloors.table,
+        // Version 8: large contents kept apart, written once (``SQLitePayloads``); no
+        // row is rewritten.
+        SQLitePayloads.table,
     ]
 
     /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and

@@ -52,16 +52,18 @@ public final class SQLiteStore: Store {
         let stored = try guarded { () throws(MsgError) in
             try counted("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
-                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO NOTHING
+                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at, content_len)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?13) ON CONFLICT(id) DO NOTHING
                     """)
                 var results: [AddResult] = []
                 results.reserveCapacity(records.count)
                 for r in records {
                     insert.reset()
                     let m = r.message
-                    try RowEncoder.run(r, m, insert, "storing a message")
+                    let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
+                    try RowEncoder.run(r, m, insert, "storing a message", split: split)
                     if db.changes == 1 {
+                        if split > 0 { try writeContent(r, split, rid: db.lastInsertRowid) }
                         tally.added(m)
                         floors.wrote(m.createdAt)
                         aged(m.status.rawValue, m.createdAt.milliseconds, 1)
@@ -156,7 +158,7 @@ public final class SQLiteStore: Store {
             try counted("removing \(removals.count) messages") { () throws(MsgError) in
                 let s = try db.statement("""
                     DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))
-                    RETURNING recipient, status, created_at
+                    RETURNING recipient, status, created_at, rid, content_len
                     """)
                 return try removals.map { (r) throws(MsgError) -> Bool in
                     s.reset()
@@ -168,6 +170,9 @@ public final class SQLiteStore: Store {
                     tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: status)
                     aged(status, s.int64(2), -1)
                     floors.wrote(Timestamp(milliseconds: s.int64(2)))
+                    let rid = s.int64(3), apart = s.int64(4) > 0
+                    s.reset()
+                    if apart { try removeContent(rid) }
                     return true
                 }
             }
@@ -245,18 +250,22 @@ public final class SQLiteStore: Store {
         if expected == .sending || new == .sending { shape |= 2 }
         if waiting(expected) || waiting(new) { shape |= 4 }
         if byRow != nil { shape |= 8 }
+        let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
         let s = try updateStatement(shape)
         s.reset()
         s.bind(11, expected.rawValue)
         if let byRow { s.bind(12, byRow) }
-        try RowEncoder.run(r, m, s, "updating a message")
+        s.bind(14, split > 0 ? 1 : 0)
+        try RowEncoder.run(r, m, s, "updating a message", split: split)
         if db.changes == 1 {
+            try keepContent(r, m, split, rid: byRow, expected: expected)
             tally.changed(from: expected, to: m.to, into: m)
             agedChange(from: expected, m)
             floors.wrote(m.createdAt)
             return true
         }
-        // Not applied: another status, another recipient, or no such row.
+        // Not applied: another status, another recipient, a content kept apart that
+        // is whole now (``SQLitePayloads``), or no such row.
         let was = try db.statement("SELECT recipient FROM messages WHERE id = ?1 AND status = ?2")
         was.bind(1, m.id)
         was.bind(2, expected.rawValue)
@@ -266,12 +275,70 @@ public final class SQLiteStore: Store {
         let edit = try updateStatement(16)
         edit.reset()
         edit.bind(11, expected.rawValue)
-        try RowEncoder.run(r, m, edit, "updating a message")
+        try RowEncoder.run(r, m, edit, "updating a message", split: split)
         guard db.changes == 1 else { return false }
+        if split == 0 {
+            // Its content, if it was kept apart, is in the row again.
+            let rid = try db.statement("SELECT rid FROM messages WHERE id = ?1")
+            rid.bind(1, m.id)
+            defer { rid.reset() }
+            if try rid.step("reading a message") { try removeContent(rid.int64(0)) }
+        }
+        try keepContent(r, m, split, rid: nil, expected: expected)
         tally.changed(from: expected, to: oldTo, into: m)
         agedChange(from: expected, m)
         floors.wrote(m.createdAt)
         return true
+    }
+
+    /// After `r`'s row was written with its first `split` bytes left out: writes
+    /// them to `payloads` (``SQLitePayloads``), unless this is the outcome of a
+    /// record this handle put in flight and they are what it wrote or found there
+    /// then (the upsert reads and compares, and writes only what differs); keeps
+    /// them while the record is in flight, for its outcome. `m` is `r`'s message;
+    /// `rid`: the row's, when known.
+    private func keepContent(_ r: EncodedMessage, _ m: Message, _ split: Int, rid known: Int64?, expected: Status) throws(MsgError) {
+        guard split > 0 else {
+            // Stored whole (a row that had its content apart took the way by id,
+            // which removed it).
+            if !contents.isEmpty, let known { contents[known] = nil }
+            return
+        }
+        let rid: Int64
+        if let known {
+            rid = known
+        } else {
+            let s = try db.statement("SELECT rid FROM messages WHERE id = ?1")
+            s.bind(1, m.id)
+            defer { s.reset() }
+            guard try s.step("reading a message") else { return }
+            rid = s.int64(0)
+        }
+        let same = expected == .sending && contents[rid].map { old in
+            old.count == split && r.json.withUnsafeBufferPointer { memcmp($0.baseAddress!, old, split) == 0 }
+        } ?? false
+        if !same { try writeContent(r, split, rid: rid) }
+        contents[rid] = m.status == .sending ? (same ? contents[rid] : Array(r.json[..<split])) : nil
+    }
+
+    /// Removes row `rid`'s content kept apart.
+    func removeContent(_ rid: Int64) throws(MsgError) {
+        let s = try db.statement(SQLitePayloads.remove)
+        s.reset()
+        s.bind(1, rid)
+        try s.run("removing a message's content")
+        contents[rid] = nil
+    }
+
+    /// Writes the first `split` bytes of `r`'s text as the content of row `rid`.
+    func writeContent(_ r: EncodedMessage, _ split: Int, rid: Int64) throws(MsgError) {
+        let s = try db.statement(SQLitePayloads.upsert)
+        s.reset()
+        s.bind(1, rid)
+        try r.json.withUnsafeBufferPointer { (json) throws(MsgError) in
+            s.bindStatic(2, UnsafeBufferPointer(rebasing: json[..<split]))
+            try s.run("storing a message's content")
+        }
     }
 
     /// A record that was `old` stored as `m`, for ``SQLiteAges``.
@@ -286,13 +353,16 @@ public final class SQLiteStore: Store {
     /// apart from the statement cache, whose lookup hashes the whole SQL text.
     private func updateStatement(_ shape: Int) throws(MsgError) -> SQLiteStatement {
         if let s = updateStatements[shape] { return s }
-        var set = ["status = ?2", "updated_at = ?5", "record = ?9", "history_at = ?10"]
+        var set = ["status = ?2", "updated_at = ?5", "record = ?9", "history_at = ?10", "content_len = ?13"]
         if shape & 1 != 0 || shape == 16 { set.append("open = ?8") }
         if shape & 2 != 0 || shape == 16 { set.append("lease_until = ?7") }
         if shape & 4 != 0 || shape == 16 { set.append("due_at = ?6") }
         var sql = "UPDATE messages SET " + (shape == 16 ? "recipient = ?3, " : "") + set.joined(separator: ", ")
         sql += shape & 8 != 0 ? " WHERE rid = ?12 AND id = ?1 AND status = ?11 AND recipient = ?3"
             : shape == 16 ? " WHERE id = ?1 AND status = ?11" : " WHERE id = ?1 AND status = ?11 AND recipient = ?3"
+        // A whole text goes over a row that is whole: one with its content apart takes
+        // the way by id, which removes that content too.
+        if shape != 16 { sql += " AND (?14 OR content_len = 0)" }
         let s = try db.statement(sql)
         updateStatements[shape] = s
         return s
@@ -303,6 +373,9 @@ public final class SQLiteStore: Store {
 
     /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:)``.
     var rowids: [String: Int64] = [:]
+    /// The contents kept apart (``SQLitePayloads``) of the records this handle put in
+    /// flight, by rowid: their outcome writes none again.
+    var contents: [Int64: [UInt8]] = [:]
     /// `PRAGMA data_version` as of this handle's last claim: unchanged means no other
     /// process committed since (the in-flight records are as this handle left them).
     var claimVersion: Int64?
@@ -319,6 +392,8 @@ public final class SQLiteStore: Store {
     /// After a claim of this handle: its own commits do not change `data_version`.
     private func noteOwnCommit() {
         if rowids.count > 200_000 { rowids.removeAll() }
+        // Only a saving: an outcome whose content is not kept here is compared in SQL.
+        if contents.count > 8_192 { contents.removeAll() }
     }
 
     func readStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {

@@ -15,8 +15,17 @@ import MsgKit
 /// list (again from both ends) are looked up one by one. Each row goes over as it
 /// is stored (a damaged record stays damaged, and is read as its stand-in).
 enum Salvage {
-    /// The columns copied, in the order of ``insertSQL``.
-    static let columns = "id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at"
+    /// The columns copied, in the order of ``insertSQL``, from a file of schema 8
+    /// (`content_len` reads) or older. A record whose content was kept apart goes
+    /// over whole (``SQLitePayloads``); when that content does not read, its row's
+    /// text alone, which reads as a damaged record: in sight, with its id.
+    /// Where the contents cannot be read at all (their table is damaged), a second
+    /// pass carries each row's own text.
+    static func columns(_ old: SQLiteDatabase) -> [String] {
+        let plain = "id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at"
+        guard (try? old.statement("SELECT content_len FROM messages LIMIT 0")) != nil else { return [plain] }
+        return ["id, status, recipient, created_at, updated_at, due_at, lease_until, coalesce(\(SQLitePayloads.text), record), history_at", plain]
+    }
     /// The columns derived as ``StoredColumns`` derives them, whatever the schema of
     /// the damaged file.
     static let insertSQL = """
@@ -60,36 +69,40 @@ enum Salvage {
             }
             pending.removeAll(keepingCapacity: true)
         }
-        // Whole rows from both ends of the table.
         var complete = true
-        for order in ["ASC", "DESC"] {
-            let finished = try scan(old, "SELECT \(columns) FROM messages ORDER BY id \(order)") { (s) throws(MsgError) in
-                if let row = Value.row(s) { pending.append(row) }
-                if pending.count >= 10_000 { try flush() }
+        for columns in Self.columns(old) {
+            // Whole rows from both ends of the table.
+            complete = true
+            for order in ["ASC", "DESC"] {
+                let finished = try scan(old, "SELECT \(columns) FROM messages ORDER BY id \(order)") { (s) throws(MsgError) in
+                    if let row = Value.row(s) { pending.append(row) }
+                    if pending.count >= 10_000 { try flush() }
+                }
+                try flush()
+                if finished { break }
+                complete = false
             }
-            try flush()
-            if finished { break }
-            complete = false
-        }
-        if !complete {
-            // Ids the indexes still list, each row looked up by its key.
-            for (index, order) in [("messages_fifo", "created_at, id"), ("messages_status", "status, created_at, id")] {
-                for direction in ["ASC", "DESC"] {
-                    let by = order.split(separator: ",").map { "\($0) \(direction)" }.joined(separator: ",")
-                    var ids: [String] = []
-                    _ = try scan(old, "SELECT id FROM messages INDEXED BY \(index) ORDER BY \(by)") { (s) throws(MsgError) in
-                        ids.append(String(decoding: s.bytes(0), as: UTF8.self))
+            if !complete {
+                // Ids the indexes still list, each row looked up by its key.
+                for (index, order) in [("messages_fifo", "created_at, id"), ("messages_status", "status, created_at, id")] {
+                    for direction in ["ASC", "DESC"] {
+                        let by = order.split(separator: ",").map { "\($0) \(direction)" }.joined(separator: ",")
+                        var ids: [String] = []
+                        _ = try scan(old, "SELECT id FROM messages INDEXED BY \(index) ORDER BY \(by)") { (s) throws(MsgError) in
+                            ids.append(String(decoding: s.bytes(0), as: UTF8.self))
+                        }
+                        for id in ids {
+                            guard let lookup = try? old.statement("SELECT \(columns) FROM messages WHERE id = ?1") else { break }
+                            lookup.bind(1, id)
+                            if (try? lookup.step()) == true, let row = Value.row(lookup) { pending.append(row) }
+                            lookup.reset()
+                            if pending.count >= 10_000 { try flush() }
+                        }
+                        try flush()
                     }
-                    for id in ids {
-                        guard let lookup = try? old.statement("SELECT \(columns) FROM messages WHERE id = ?1") else { break }
-                        lookup.bind(1, id)
-                        if (try? lookup.step()) == true, let row = Value.row(lookup) { pending.append(row) }
-                        lookup.reset()
-                        if pending.count >= 10_000 { try flush() }
-                    }
-                    try flush()
                 }
             }
+            if complete { break }
         }
         // Destination states only delay or throttle: what reads is kept, the rest forgotten.
         var states: [(String, String)] = []

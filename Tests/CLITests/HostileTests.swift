@@ -63,6 +63,32 @@ import Testing
         #expect(err.filter { $0.contains("set aside as") && $0.contains("not sending or recovering until") }.count == 2, "flush and recover in one line")
     }
 
+    /// Large records (their content kept apart from their row, docs/DESIGN.md 6)
+    /// carried out of a damaged store read whole, or, where the damage took their
+    /// content, as damaged records with their id: never as other text.
+    @Test func largeRecordsCarriedOutOfADamagedStoreReadWholeOrAsDamaged() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            seq 1200 | awk '{ b = sprintf("%01500d", $1); printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"%s\\"}\\n", $1, b }' | msg compose --enqueue > /dev/null
+            sqlite3 queue.sqlite 'SELECT count(*) FROM payloads'
+            truncate -s $(( $(stat -c %s queue.sqlite) * 2 / 3 )) queue.sqlite
+            msg queue add < /dev/null; echo "write $?"
+            msg queue ls --format ndjson > listed; echo "ls $?"
+            python3 -c '
+            import json, sys
+            whole = damaged = wrong = 0
+            for line in open("listed"):
+                r = json.loads(line)
+                if r.get("last_error", {}).get("code") == "corrupt": damaged += 1
+                elif r["body"] == "%01500d" % int(r["to"][1:]): whole += 1
+                else: wrong += 1
+            print(whole, damaged, wrong)'
+            """)
+        #expect(Array(r.lines.prefix(3)) == ["1200", "write 74", "ls 0"], "\(r.out)\(r.err)")
+        let figures = (r.lines.last ?? "").split(separator: " ").compactMap { Int($0) }
+        #expect(figures.count == 3 && figures[0] > 0 && figures[2] == 0, "whole, damaged, other text: \(r.out)\(r.err)")
+    }
+
     /// The damaged-store rule (msg-record(5), DAMAGED STORES) through the binary,
     /// for both stores and damage near the start, the middle and the end of a
     /// store of 60,000: a reader refuses it, a writer then sets it aside without

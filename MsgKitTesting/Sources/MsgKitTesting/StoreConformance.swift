@@ -238,6 +238,7 @@ public enum StoreConformance {
         countScenarios(&runner, fresh: fresh)
         ageScenarios(&runner, fresh: fresh)
         floorScenarios(&runner, fresh: fresh, open: open)
+        largeScenarios(&runner, fresh: fresh)
         if !runner.failures.isEmpty { throw ConformanceFailures(failures: runner.failures) }
     }
 }
