@@ -10,10 +10,12 @@ import PostgresNIO
 /// (status, then FIFO order); `messages_fifo` serves listings without a status;
 /// `messages_sending` the records in flight to the destinations a claim holds;
 /// `claim_floors` where each commit changed the queue (``PostgresFloors``);
-/// `created_minutes` the records by status and creation minute (``PostgresAges``).
+/// `created_minutes` the records by status and creation minute (``PostgresAges``);
+/// `content` the content of a large record, apart from what its changes rewrite
+/// (``PostgresContent``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 6
+    static let current = 7
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -50,7 +52,10 @@ enum PostgresSchema {
         PostgresFloors.tables(s),
         // Version 6: the records by status and creation minute (``PostgresAges``),
         // filled by ``migrate(_:)``.
-        PostgresAges.tables(s)]
+        PostgresAges.tables(s),
+        // Version 7: large contents in a column of their own (``PostgresContent``);
+        // no row is rewritten.
+        PostgresContent.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);

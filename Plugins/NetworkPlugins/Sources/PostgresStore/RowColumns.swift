@@ -13,7 +13,10 @@ struct RowColumns {
     var updatedAt: [Int64] = []
     var dueAt: [Int64] = []
     var leaseUntil: [Int64] = []
+    /// The text after the content kept apart (``PostgresContent``), or all of it.
     var records: [String] = []
+    /// The content kept apart; "" when the text is stored whole.
+    var contents: [String] = []
     var historyAt: [Int32] = []
     /// For updates: the status each row must still have.
     var expected: [String] = []
@@ -32,7 +35,9 @@ struct RowColumns {
             updatedAt.append(m.updatedAt.milliseconds)
             dueAt.append(m.dueAt?.milliseconds ?? -1)
             leaseUntil.append(m.lease?.until.milliseconds ?? -1)
-            records.append(String(decoding: r.json, as: UTF8.self))
+            let split = PostgresContent.split(r)
+            records.append(String(decoding: r.json[split...], as: UTF8.self))
+            contents.append(split > 0 ? String(decoding: r.json[..<split], as: UTF8.self) : "")
             historyAt.append(Int32(clamping: r.historyOffset))
         }
         if let expected {
@@ -56,16 +61,16 @@ struct RowColumns {
     /// (``PostgresFloors``); returns the ids inserted, each
     /// with the seq of the log row appended (``PostgresTally``).
     func insert(into table: String, schema s: String) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 10)
+        var b = PostgresBindings(capacity: 11)
         b.append(ids); b.append(statuses); b.append(recipients); b.append(createdAt); b.append(updatedAt)
-        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(deltas)
+        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(deltas); b.append(contents)
         return PostgresQuery(unsafeSQL: """
             WITH ins AS (
-            INSERT INTO \(table) (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at)
+            INSERT INTO \(table) (id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, content)
             SELECT u.id, u.status, u.recipient, u.created_at, u.updated_at, NULLIF(u.due_at, -1), NULLIF(u.lease_until, -1),
-                   u.record, u.history_at
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[])
-                 WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, n)
+                   u.record, u.history_at, NULLIF(u.content, '')
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $11::text[])
+                 WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, content, n)
             ORDER BY u.n
             ON CONFLICT (id) DO NOTHING
             RETURNING id, status, created_at),
@@ -93,18 +98,18 @@ struct RowColumns {
     /// makes as a nested loop (flush to the mock of 100,000: 8.9 s instead of 5.9 s),
     /// so it is kept for the rows the first form did not replace.
     func update(_ table: String, schema s: String, sameRecipient: Bool) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 10)
+        var b = PostgresBindings(capacity: 11)
         b.append(ids); b.append(expected); b.append(statuses); b.append(recipients); b.append(updatedAt)
-        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(deltas)
+        b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(deltas); b.append(contents)
         let moved = PostgresTally.recordDeltas(oldTo: "upd.old_to", old: "upd.old", newTo: "upd.new_to", new: "upd.new")
         if sameRecipient {
             return PostgresQuery(unsafeSQL: """
                 WITH upd AS (
                 UPDATE \(table) AS m SET status = u.status, updated_at = u.updated_at,
                     due_at = NULLIF(u.due_at, -1), lease_until = NULLIF(u.lease_until, -1), record = u.record,
-                    history_at = u.history_at
-                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[])
-                     AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas)
+                    history_at = u.history_at, content = \(PostgresContent.updated)
+                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[], $11::text[])
+                     AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas, content)
                 WHERE m.id = u.id AND m.status = u.expected AND m.recipient = u.recipient
                 RETURNING m.id, m.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas, m.created_at),
                 floor AS (\(PostgresFloors.append(s, "created_at", from: "upd"))),
@@ -118,9 +123,9 @@ struct RowColumns {
             upd AS (
             UPDATE \(table) AS m SET status = u.status, recipient = u.recipient, updated_at = u.updated_at,
                 due_at = NULLIF(u.due_at, -1), lease_until = NULLIF(u.lease_until, -1), record = u.record,
-                history_at = u.history_at
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[])
-                 AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas), old
+                history_at = u.history_at, content = \(PostgresContent.updated)
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[], $11::text[])
+                 AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, deltas, content), old
             WHERE m.id = u.id AND m.status = u.expected AND old.id = m.id
             RETURNING m.id, old.recipient AS old_to, u.expected AS old, m.recipient AS new_to, m.status AS new, u.deltas, m.created_at),
             floor AS (\(PostgresFloors.append(s, "created_at", from: "upd"))),

@@ -4,7 +4,7 @@ import PostgresNIO
 /// The columns of a row that make its record (``columns``), read out of a result row.
 struct StoredRow {
     /// The columns, in the order read here.
-    static let columns = "id, recipient, created_at, status, record, history_at"
+    static let columns = "id, recipient, created_at, status, \(PostgresContent.text), history_at"
 
     let id: String
     let to: String

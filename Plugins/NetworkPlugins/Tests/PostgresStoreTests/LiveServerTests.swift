@@ -104,6 +104,7 @@ final class Workers: @unchecked Sendable {
         var records: [Message] = []
         for n in 0..<30 {
             var m = Fixtures.message(n, to: "r\(n % 4)@x", createdOffset: Int64(n))
+            if n % 10 == 1 { m.body = String(repeating: "a large body, kept apart since schema 7 ", count: 60) }
             if n % 3 == 0 {
                 try m.transition(to: .sending, event: "attempt", at: Fixtures.t0)
                 try m.transition(to: n % 2 == 0 ? .sent : .failed, event: "outcome", at: Fixtures.t0.adding(.seconds(2)))
@@ -116,6 +117,9 @@ final class Workers: @unchecked Sendable {
         for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "DROP INDEX \(schema).messages_sending",
                     "DROP TABLE \(schema).claim_floors", "DROP TABLE \(schema).claim_floors_pruned", "DROP TABLE \(schema).claim_hints",
                     "DROP TABLE \(schema).created_minutes", "DROP TABLE \(schema).created_log",
+                    // As schema 2 kept it: every text whole in its row.
+                    "UPDATE \(schema).messages SET record = content || record WHERE content IS NOT NULL",
+                    "ALTER TABLE \(schema).messages DROP COLUMN content",
                     "UPDATE \(schema).msg_schema SET version = 2"] {
             try db.query(PostgresQuery(unsafeSQL: sql), "test")
         }
@@ -142,6 +146,15 @@ final class Workers: @unchecked Sendable {
         for m in records { want[m.status.rawValue, default: [0, 0]][1] += 1 }
         for m in records where m.createdAt > edge { want[m.status.rawValue, default: [0, 0]][0] += 1 }
         #expect(byAge == want)
+        // Schema 7 rewrote no record: the large ones read whole from their rows, and
+        // are kept apart at their next change.
+        for m in records { #expect(try migrated.get(m.id)?.json == EncodedMessage(m).json, "\(m.id) reads as stored") }
+        var large = records[1]
+        large.notBefore = Fixtures.t0
+        #expect(try migrated.update([Change(large, expected: .queued)]) == [true])
+        #expect(try migrated.get(large.id)?.json == EncodedMessage(large).json)
+        let apart = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).messages WHERE content IS NOT NULL"), "test")
+        #expect(try #require(apart.first).decode(Int32.self) == 1, "the changed one only")
     }
 
     /// Past 512 log rows the writer that appends the last folds the log into
