@@ -49,6 +49,26 @@ import Testing
         }
     }
 
+    /// Strings of any script, with escapes or without, read as written; invalid
+    /// UTF-8 after valid non-ASCII text is named at its column, whichever path read it.
+    @Test func readsEveryScriptAndNamesInvalidUTF8AfterIt() throws {
+        for text in ["é漢😀 plain", "Grüße\nund \"Zitat\"", String(repeating: "Ελληνικά ", count: 500), "ascii \\ only"] {
+            var w = JSONWriter()
+            w.string(text)
+            #expect(try JSONParser.parse(w.bytes) == .string(text), "\(text.prefix(20))")
+        }
+        for (prefix, column) in [("é漢", 7), ("é\\n", 6)] {
+            let bad: [UInt8] = [0x22] + Array(prefix.utf8) + [0xED, 0xA0, 0x80, 0x22]
+            do {
+                _ = try JSONParser.parse(bad)
+                Issue.record("accepted a surrogate after \(prefix)")
+            } catch {
+                #expect(error.reason == "invalid UTF-8" && error.column == column, "\(prefix): \(error)")
+            }
+        }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array("\"é漢 no end".utf8)) }
+    }
+
     @Test func escapesControlCharacters() {
         var w = JSONWriter()
         w.string("a\u{0}b\u{1F}c\td\"e\\")

@@ -173,20 +173,33 @@ public struct JSONParser {
     mutating func parseString() throws(Failure) -> String {
         index += 1
         let start = index
-        // Fast path: no escapes, ASCII or valid UTF-8 up to the closing quote.
+        // Fast path: no escapes up to the closing quote, ASCII or valid UTF-8 (checked
+        // at once by the standard library, not a sequence at a time: a body in any
+        // language but English took the slow path before).
         var plain = true
         var scan = index
+        var firstHigh: Int?
         while scan < bytes.count {
             let byte = bytes[scan]
             if byte == UInt8(ascii: "\"") { break }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { plain = false; break }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { plain = false; break }
+            if byte >= 0x80 && firstHigh == nil { firstHigh = scan }
             scan += 1
         }
-        if plain {
-            guard scan < bytes.count else { throw fail("unterminated string", at: start - 1) }
-            index = scan + 1
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<scan]), as: UTF8.self)
+        if plain, scan < bytes.count {
+            let run = UnsafeBufferPointer(rebasing: bytes[start..<scan])
+            if firstHigh == nil {
+                index = scan + 1
+                return String(decoding: run, as: UTF8.self)
+            }
+            if let valid = String(validating: run, as: UTF8.self) {
+                index = scan + 1
+                return valid
+            }
         }
+        // Escapes, invalid UTF-8 or no end: the slow path, from the first byte that is
+        // not plain ASCII, says which and where.
+        if let firstHigh { scan = firstHigh }
         var out: [UInt8] = []
         out.reserveCapacity(scan - start + 16)
         out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<scan]))
@@ -208,8 +221,15 @@ public struct JSONParser {
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<index + length]))
                 index += length
             default:
-                out.append(byte)
-                index += 1
+                // A run of plain ASCII at once.
+                var end = index + 1
+                while end < bytes.count {
+                    let b = bytes[end]
+                    if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { break }
+                    end += 1
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<end]))
+                index = end
             }
         }
     }
