@@ -69,6 +69,29 @@ import Testing
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array("\"é漢 no end".utf8)) }
     }
 
+    /// Plain ASCII is skipped eight bytes at a time: a quote, a backslash, a control
+    /// byte or a non-ASCII character at every place of a string of any length is
+    /// still read where it is.
+    @Test func aSpecialByteIsFoundAtEveryPlace() throws {
+        for length in 0..<40 {
+            for place in 0..<max(1, length) {
+                for special in ["\"", "\\", "\n", "\u{1}", "é", "漢"] {
+                    var text = String(repeating: "a", count: length)
+                    if length > 0 {
+                        let i = text.index(text.startIndex, offsetBy: place)
+                        text.replaceSubrange(i...i, with: special)
+                    }
+                    var w = JSONWriter()
+                    w.string(text)
+                    #expect(try JSONParser.parse(w.bytes) == .string(text), "length \(length), \(special) at \(place)")
+                }
+            }
+        }
+        // Unterminated after a long plain run, and a raw control byte there.
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(("\"" + String(repeating: "x", count: 37)).utf8)) }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(Array(("\"" + String(repeating: "x", count: 21) + "\u{1}\"").utf8)) }
+    }
+
     @Test func escapesControlCharacters() {
         var w = JSONWriter()
         w.string("a\u{0}b\u{1F}c\td\"e\\")

@@ -177,7 +177,7 @@ public struct JSONParser {
         // at once by the standard library, not a sequence at a time: a body in any
         // language but English took the slow path before).
         var plain = true
-        var scan = index
+        var scan = Self.skipPlainASCII(bytes, from: index)
         var firstHigh: Int?
         while scan < bytes.count {
             let byte = bytes[scan]
@@ -232,6 +232,25 @@ public struct JSONParser {
                 index = end
             }
         }
+    }
+
+    /// The index of the first 8-byte word from `i` on that holds a quote, a
+    /// backslash, a control byte or a byte of a non-ASCII character (or of the last
+    /// bytes, fewer than 8): eight bytes tested at a time (bit tricks on a word),
+    /// the string's bytes before it need no look each.
+    static func skipPlainASCII(_ bytes: UnsafeBufferPointer<UInt8>, from i: Int) -> Int {
+        guard let base = bytes.baseAddress else { return i }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var j = i
+        while j + 8 <= bytes.count {
+            let v = UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self)
+            let quote = v ^ (ones &* 0x22), backslash = v ^ (ones &* 0x5C)
+            // A zero byte in `quote` or `backslash`, a byte below 0x20, or a high bit.
+            let special = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((v &- ones &* 0x20) & ~v) | v
+            if special & highs != 0 { return j }
+            j += 8
+        }
+        return j
     }
 
     private mutating func parseEscape(into out: inout [UInt8]) throws(Failure) {
