@@ -61,6 +61,8 @@ final class SQLiteStatement {
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+    /// How many columns a row of the statement has.
+    var columnCount: Int32 { sqlite3_column_count(stmt) }
 
     /// The column's bytes, valid until the next step.
     func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8> {

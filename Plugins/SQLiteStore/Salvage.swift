@@ -17,14 +17,16 @@ import MsgKit
 enum Salvage {
     /// The columns copied, in the order of ``insertSQL``, from a file of schema 8
     /// (`content_len` reads) or older. A record whose content was kept apart goes
-    /// over whole (``SQLitePayloads``); when that content does not read, its row's
-    /// text alone, which reads as a damaged record: in sight, with its id.
+    /// over whole (``SQLitePayloads``); when that content does not read, or reads
+    /// but the whole is no record (a page cut short reads as zeros, and the rest of
+    /// the text, in another page, still has the shape msg writes), its row's text
+    /// alone (a tenth column), which reads as a damaged record: in sight, with its id.
     /// Where the contents cannot be read at all (their table is damaged), a second
     /// pass carries each row's own text.
     static func columns(_ old: SQLiteDatabase) -> [String] {
         let plain = "id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at"
         guard (try? old.statement("SELECT content_len FROM messages LIMIT 0")) != nil else { return [plain] }
-        return ["id, status, recipient, created_at, updated_at, due_at, lease_until, coalesce(\(SQLitePayloads.text), record), history_at", plain]
+        return ["id, status, recipient, created_at, updated_at, due_at, lease_until, coalesce(\(SQLitePayloads.text), record), history_at, record", plain]
     }
     /// The columns derived as ``StoredColumns`` derives them, whatever the schema of
     /// the damaged file.
@@ -144,8 +146,19 @@ enum Salvage {
         case text([UInt8])
 
         /// The nine columns of the statement's current row, or nil when one that may
-        /// not be null is (the row is not a record any more).
+        /// not be null is (the row is not a record any more); with a tenth (the row's
+        /// own text, ``columns(_:)``), that in place of a whole that is no record.
         static func row(_ s: SQLiteStatement) -> [Value]? {
+            guard var values = nine(s) else { return nil }
+            // A content kept apart whose whole does not read as a record: the row's own text.
+            if s.columnCount > 9, !s.isNull(9), case .text(let whole) = values[7], case .integer(let cut) = values[8],
+               whole.count != s.bytes(9).count, (try? EncodedMessage(stored: whole, historyOffset: Int(cut))) == nil {
+                values[7] = .text(Array(s.bytes(9)))
+            }
+            return values
+        }
+
+        private static func nine(_ s: SQLiteStatement) -> [Value]? {
             let nullable: Set<Int32> = [5, 6]
             var values: [Value] = []
             for i: Int32 in 0..<9 {

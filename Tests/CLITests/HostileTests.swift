@@ -65,28 +65,37 @@ import Testing
 
     /// Large records (their content kept apart from their row, docs/DESIGN.md 6)
     /// carried out of a damaged store read whole, or, where the damage took their
-    /// content, as damaged records with their id: never as other text.
+    /// content, as damaged records with their id: never as other text, and never as
+    /// a line that is not JSON (a page cut short reads as zeros: content with NULs
+    /// before a rest still shaped as msg writes it).
     @Test func largeRecordsCarriedOutOfADamagedStoreReadWholeOrAsDamaged() throws {
         let s = try Sandbox()
+        // Cut at six places two thirds in, each in the middle of another page, so
+        // some cut falls in a page of contents.
         let r = try s.sh("""
             seq 1200 | awk '{ b = sprintf("%01500d", $1); printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"%s\\"}\\n", $1, b }' | msg compose --enqueue > /dev/null
             sqlite3 queue.sqlite 'SELECT count(*) FROM payloads'
-            truncate -s $(( $(stat -c %s queue.sqlite) * 2 / 3 )) queue.sqlite
-            msg queue add < /dev/null; echo "write $?"
-            msg queue ls --format ndjson > listed; echo "ls $?"
+            mkdir healthy && cp queue.sqlite healthy/
+            for k in 0 1 2 3 4 5; do
+              rm -f queue.sqlite*; cp healthy/queue.sqlite .
+              truncate -s $(( $(stat -c %s queue.sqlite) * 2 / 3 / 16384 * 16384 + k * 16384 + 8000 )) queue.sqlite
+              msg queue add < /dev/null 2> /dev/null; echo "write $?"
+              msg queue ls --format ndjson 2> /dev/null >> listed; echo "ls $?"
+            done
             python3 -c '
             import json, sys
             whole = damaged = wrong = 0
             for line in open("listed"):
-                r = json.loads(line)
+                try: r = json.loads(line)
+                except ValueError: wrong += 1; continue
                 if r.get("last_error", {}).get("code") == "corrupt": damaged += 1
                 elif r["body"] == "%01500d" % int(r["to"][1:]): whole += 1
                 else: wrong += 1
             print(whole, damaged, wrong)'
             """)
-        #expect(Array(r.lines.prefix(3)) == ["1200", "write 74", "ls 0"], "\(r.out)\(r.err)")
+        #expect(Array(r.lines.prefix(13)) == ["1200"] + Array(repeating: ["write 74", "ls 0"], count: 6).flatMap { $0 }, "\(r.out)\(r.err)")
         let figures = (r.lines.last ?? "").split(separator: " ").compactMap { Int($0) }
-        #expect(figures.count == 3 && figures[0] > 0 && figures[2] == 0, "whole, damaged, other text: \(r.out)\(r.err)")
+        #expect(figures.count == 3 && figures[0] > 0 && figures[1] > 0 && figures[2] == 0, "whole, damaged, other text: \(r.out)\(r.err)")
     }
 
     /// The damaged-store rule (msg-record(5), DAMAGED STORES) through the binary,
