@@ -35,6 +35,17 @@ struct Row {
         RecordLayout.isShapedAsWritten(text, historyOffset: historyOffset, id: s.bytes(2))
     }
 
+    /// Whether a text that may have its content kept apart (``SQLitePayloads``: only
+    /// one past the threshold) holds a byte JSON never leaves raw (below 0x20). The
+    /// content's shape is not checked with the rest's: a page of it cut short in a
+    /// damaged file reads as zeros, while the rest, in another page, keeps the shape
+    /// msg writes. Small texts, whole in their row, are not read again.
+    var holdsRawBytes: Bool {
+        let t = text
+        guard t.count > SQLitePayloads.threshold else { return false }
+        return t.contains { $0 < 0x20 }
+    }
+
     /// A row read out of its statement.
     struct Copy: Sendable {
         var id: String

@@ -111,7 +111,7 @@ public final class SQLiteStore: Store {
             var scratch: [UInt8] = []
             while try s.step("listing messages") {
                 let row = Row(s)
-                if !row.looksWrittenByMsg {
+                if !row.looksWrittenByMsg || row.holdsRawBytes {
                     // The whole row, read in the same snapshot (a point query), decoded.
                     guard let r = try fetch(row.id) else { continue }
                     let text = includeHistory ? r.json : r.jsonWithoutHistory

@@ -94,6 +94,28 @@ import Testing
         #expect(ids == [big.id, Fixtures.message(2).id], "both listed")
     }
 
+    /// A content whose bytes were zeroed in the file (a page cut short reads so) is
+    /// not listed as it is behind a rest that still has msg's shape: the listing
+    /// gives the damaged record in its place, a line that is JSON.
+    @Test func aZeroedContentIsListedAsADamagedRecord() throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/q.sqlite"
+        let store = try loader.openStore("sqlite:\(path)")
+        let big = Self.large(1)
+        _ = try store.add([big])
+        #expect(system("sqlite3 '\(path)' \"UPDATE payloads SET content = CAST(substr(CAST(content AS BLOB), 1, 80) || zeroblob(64) || substr(CAST(content AS BLOB), 145) AS TEXT)\"") == 0)
+        #expect(try Self.query(path, "SELECT instr(CAST(content AS BLOB), x'00') FROM payloads") == "81", "zeros planted")
+        for history in [true, false] {
+            var texts: [[UInt8]] = []
+            try store.listJSON(Query(), includeHistory: history) { (b) throws(MsgError) -> Bool in texts.append(Array(b)); return true }
+            #expect(texts.count == 1)
+            #expect(!(texts.first ?? []).contains(0), "no raw NUL listed")
+            let listed = try #require(texts.first)
+            let read = try EncodedMessage(stored: listed, historyOffset: nil)
+            #expect(read.message.isDamaged && read.message.id == big.id, "\(String(decoding: listed.prefix(120), as: UTF8.self))")
+        }
+    }
+
     /// A store of schema 7 becomes 8 without rewriting its records: a large one
     /// stays whole in its row, reads the same, and is kept apart at its next change.
     @Test func aSchema7StoreIsReadAsItIsAndSplitAtTheNextChange() throws {
