@@ -1,0 +1,88 @@
+import MsgKit
+
+/// A record's change by compare-and-set (``SQLiteStore/update(_:)``, claims): the
+/// one UPDATE per shape of change, and the counts it moves.
+extension SQLiteStore {
+    /// Replaces a record if its status is still `expected`, found by the rowid a
+    /// claim of this handle read it under when there is one (an integer key is
+    /// cheaper than the id's text). The SET names only the indexed columns the change
+    /// can move (SQLite re-indexes every indexed column a SET names, changed or not):
+    /// `open` only when the record finishes or reopens, `lease_until` only into or out
+    /// of `sending`, `due_at` only for a waiting status; `recipient` only when it
+    /// changed (`queue edit`), found when the first try does not apply.
+    func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
+        // The message read once: each read of `r.message` copies it out of its box
+        // (a retain and a release of each of its fields), several a record.
+        let m = r.message
+        let new = m.status
+        // Kept while the record is in flight: its outcome is stored by the same rowid.
+        let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[m.id] : rowids.removeValue(forKey: m.id))
+        let waiting: (Status) -> Bool = { $0 == .queued || $0 == .failed || $0 == .held }
+        var shape = 0
+        if StoredColumns.isOpen(expected) != StoredColumns.isOpen(new) { shape |= 1 }
+        if expected == .sending || new == .sending { shape |= 2 }
+        if waiting(expected) || waiting(new) { shape |= 4 }
+        if byRow != nil { shape |= 8 }
+        let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
+        let s = try updateStatement(shape)
+        s.reset()
+        s.bind(11, expected.rawValue)
+        if let byRow { s.bind(12, byRow) }
+        s.bind(14, split > 0 ? 1 : 0)
+        try RowEncoder.run(r, m, s, "updating a message", split: split)
+        if db.changes == 1 {
+            try keepContent(r, m, split, rid: byRow, expected: expected)
+            tally.changed(from: expected, to: m.to, into: m)
+            agedChange(from: expected, m)
+            floors.wrote(m.createdAt)
+            return true
+        }
+        // Not applied: another status, another recipient, a content kept apart that
+        // is whole now (``SQLitePayloads``), or no such row.
+        let was = try db.statement("SELECT recipient FROM messages WHERE id = ?1 AND status = ?2")
+        was.bind(1, m.id)
+        was.bind(2, expected.rawValue)
+        defer { was.reset() }
+        guard try was.step("reading a message") else { return false }
+        let oldTo = String(decoding: was.bytes(0), as: UTF8.self)
+        let edit = try updateStatement(16)
+        edit.reset()
+        edit.bind(11, expected.rawValue)
+        try RowEncoder.run(r, m, edit, "updating a message", split: split)
+        guard db.changes == 1 else { return false }
+        // Its content, if it was kept apart, is in the row again.
+        if split == 0, let rid = try rowid(of: m.id) { try removeContent(rid) }
+        try keepContent(r, m, split, rid: nil, expected: expected)
+        tally.changed(from: expected, to: oldTo, into: m)
+        agedChange(from: expected, m)
+        floors.wrote(m.createdAt)
+        return true
+    }
+
+    /// A record that was `old` stored as `m`, for ``SQLiteAges``.
+    func agedChange(from old: Status, _ m: Message) {
+        guard old != m.status else { return }
+        aged(old.rawValue, m.createdAt.milliseconds, -1)
+        aged(m.status.rawValue, m.createdAt.milliseconds, 1)
+    }
+
+    /// The update of ``replace(_:expected:)`` for one shape (bits: 1 open, 2 lease,
+    /// 4 due, 8 by rowid; 16 every column, recipient too, by id), made once and held
+    /// apart from the statement cache, whose lookup hashes the whole SQL text.
+    func updateStatement(_ shape: Int) throws(MsgError) -> SQLiteStatement {
+        if let s = updateStatements[shape] { return s }
+        var set = ["status = ?2", "updated_at = ?5", "record = ?9", "history_at = ?10", "content_len = ?13"]
+        if shape & 1 != 0 || shape == 16 { set.append("open = ?8") }
+        if shape & 2 != 0 || shape == 16 { set.append("lease_until = ?7") }
+        if shape & 4 != 0 || shape == 16 { set.append("due_at = ?6") }
+        var sql = "UPDATE messages SET " + (shape == 16 ? "recipient = ?3, " : "") + set.joined(separator: ", ")
+        sql += shape & 8 != 0 ? " WHERE rid = ?12 AND id = ?1 AND status = ?11 AND recipient = ?3"
+            : shape == 16 ? " WHERE id = ?1 AND status = ?11" : " WHERE id = ?1 AND status = ?11 AND recipient = ?3"
+        // A whole text goes over a row that is whole: one with its content apart takes
+        // the way by id, which removes that content too.
+        if shape != 16 { sql += " AND (?14 OR content_len = 0)" }
+        let s = try db.statement(sql)
+        updateStatements[shape] = s
+        return s
+    }
+}
