@@ -39,7 +39,7 @@ public struct Exporter {
             return count
         }
         let file = try AtomicFile(replacing: path, code: .storeIO)
-        var hash = SHA256()
+        let hash = try StreamingDigest()
         let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true,
                                         output: ByteOutput(fd: -1, name: path), sink: { (bytes) throws(MsgError) in
             hash.update(bytes)
@@ -50,7 +50,7 @@ public struct Exporter {
         // The file and its manifest, each replaced atomically: the data first, so a
         // manifest never describes a file that is not there.
         try file.commit()
-        try SystemCalls.replaceAtomically(path + ".sha256", with: Array(Self.manifestLine(hash.hexDigest(), path).utf8), mode: 0o600, code: .storeIO)
+        try SystemCalls.replaceAtomically(path + ".sha256", with: Array(Self.manifestLine(try hash.finish().hex, path).utf8), mode: 0o600, code: .storeIO)
         return count
     }
 

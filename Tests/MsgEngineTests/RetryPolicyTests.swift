@@ -60,29 +60,3 @@ import Testing
         #expect(c.status == .delivered)
     }
 }
-
-@Suite struct SHA256Tests {
-    @Test(arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-    ])
-    func knownVectors(input: String, digest: String) {
-        var h = SHA256()
-        h.update(Array(input.utf8))
-        #expect(h.hexDigest() == digest)
-    }
-
-    @Test func aMillionAsInUnevenPieces() {
-        var h = SHA256()
-        var left = 1_000_000
-        var size = 1
-        while left > 0 {
-            let n = min(size, left)
-            h.update([UInt8](repeating: UInt8(ascii: "a"), count: n))
-            left -= n
-            size = size * 3 % 1000 + 1
-        }
-        #expect(h.hexDigest() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-}
