@@ -87,7 +87,8 @@ final class SQLiteClaimSession: ClaimSession {
     }
 
     func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
-        let applied = try changes.map { (c) throws(MsgError) -> Bool in try store.replace(c.record, expected: c.expected) }
+        let preps = LedgerPrep.batch(changes.map(\.record), stored: false)
+        let applied = try zip(changes, preps).map { (c, prep) throws(MsgError) -> Bool in try store.replace(c.record, expected: c.expected, prep: prep) }
         try store.writeStates(states)
         allStates = nil
         readAllStates = false

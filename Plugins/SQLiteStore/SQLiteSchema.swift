@@ -48,7 +48,7 @@ import MsgKit
 /// mock 0.58x, with 5,000 recipients).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 8
+    static let current: Int64 = 9
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -124,6 +124,9 @@ enum SQLiteSchema {
         // Version 8: large contents kept apart, written once (``SQLitePayloads``); no
         // row is rewritten.
         SQLitePayloads.table,
+        // Version 9: the ledger (``SQLiteLedger``), begun by ``migrate(_:)`` with the
+        // number of messages stored before it.
+        SQLiteLedger.tables,
     ]
 
     /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and
@@ -164,6 +167,9 @@ enum SQLiteSchema {
             try refuseForeign(db, version: version)
             for step in Int(version)..<Int(current) {
                 try db.execute(migrations[step], "migrating the schema to version \(step + 1)")
+            }
+            if version < 9 {
+                try SQLiteLedger.begin(db, count: Int(try db.integer("SELECT count(*) FROM messages")))
             }
             if version < 5 {
                 try SQLiteTally.rebuild(db)

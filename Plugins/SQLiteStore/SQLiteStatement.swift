@@ -43,6 +43,11 @@ final class SQLiteStatement {
         _ = sqlite3_bind_text(stmt, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
     }
 
+    /// Binds bytes as a BLOB without copying them (as ``bindStatic(_:_:)``).
+    func bindBlob(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        _ = sqlite3_bind_blob(stmt, index, bytes.baseAddress, Int32(bytes.count), nil)
+    }
+
     /// Steps once. - Returns: true when a row is ready. - Throws: the mapped error.
     func step(_ what: String = "reading") throws(MsgError) -> Bool {
         let rc = sqlite3_step(stmt)

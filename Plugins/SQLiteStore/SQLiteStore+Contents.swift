@@ -4,7 +4,7 @@
 import MsgKit
 
 /// The contents of large records kept apart and written once (``SQLitePayloads``):
-/// what ``SQLiteStore/replace(_:expected:)`` and ``SQLiteStore/add(_:)`` write
+/// what ``SQLiteStore/replace(_:expected:prep:)`` and ``SQLiteStore/add(_:)`` write
 /// beside a record's row, in the same transaction.
 extension SQLiteStore {
     /// After `r`'s row was written with its first `split` bytes left out: writes

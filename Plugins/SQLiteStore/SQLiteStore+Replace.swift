@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// A record's change by compare-and-set (``SQLiteStore/update(_:)``, claims): the
 /// one UPDATE per shape of change, and the counts it moves.
@@ -10,7 +11,8 @@ extension SQLiteStore {
     /// `open` only when the record finishes or reopens, `lease_until` only into or out
     /// of `sending`, `due_at` only for a waiting status; `recipient` only when it
     /// changed (`queue edit`), found when the first try does not apply.
-    func replace(_ r: EncodedMessage, expected: Status) throws(MsgError) -> Bool {
+    /// `prep`: its ledger's fingerprint and common leaf, made beforehand.
+    func replace(_ r: EncodedMessage, expected: Status, prep: LedgerPrep) throws(MsgError) -> Bool {
         // The message read once: each read of `r.message` copies it out of its box
         // (a retain and a release of each of its fields), several a record.
         let m = r.message
@@ -29,8 +31,16 @@ extension SQLiteStore {
         s.bind(11, expected.rawValue)
         if let byRow { s.bind(12, byRow) }
         s.bind(14, split > 0 ? 1 : 0)
+        // The ledger's common case: one entry appended to the same content.
+        let entries = m.history.count
+        let print = prep.print
+        s.bind(15, entries > 0 ? String(try nextLeaf()) : "")
+        s.bind(16, Int64(entries))
+        s.bind(17, print)
+        s.bind(18, entries > 0 ? Int64(entries - 1) : -2)
         try RowEncoder.run(r, m, s, "updating a message", split: split)
         if db.changes == 1 {
+            try appendLeaf(prep, r, entry: entries - 1)
             try keepContent(r, m, split, rid: byRow, expected: expected)
             tally.changed(from: expected, to: m.to, into: m)
             agedChange(from: expected, m)
@@ -38,18 +48,28 @@ extension SQLiteStore {
             return true
         }
         // Not applied: another status, another recipient, a content kept apart that
-        // is whole now (``SQLitePayloads``), or no such row.
-        let was = try db.statement("SELECT recipient FROM messages WHERE id = ?1 AND status = ?2")
+        // is whole now (``SQLitePayloads``), not one entry appended to the same
+        // content (the ledger's), or no such row.
+        let was = try db.statement("SELECT recipient, history_n, content_fp FROM messages WHERE id = ?1 AND status = ?2")
         was.bind(1, m.id)
         was.bind(2, expected.rawValue)
         defer { was.reset() }
         guard try was.step("reading a message") else { return false }
         let oldTo = String(decoding: was.bytes(0), as: UTF8.self)
+        let (had, hadPrint) = (Int(was.int64(1)), was.int64(2))
+        was.reset()
+        // Entries appended to the same content, or the whole state anew.
+        let leaves = had >= 0 && hadPrint == print && entries >= had
+            ? try LedgerLeaf.entries(of: r, from: had) : [try LedgerLeaf.state(of: r)]
         let edit = try updateStatement(16)
         edit.reset()
         edit.bind(11, expected.rawValue)
+        edit.bind(15, try leafNumbers(leaves.count))
+        edit.bind(16, Int64(entries))
+        edit.bind(17, print)
         try RowEncoder.run(r, m, edit, "updating a message", split: split)
         guard db.changes == 1 else { return false }
+        for leaf in leaves { try appendLeaf(leaf) }
         // Its content, if it was kept apart, is in the row again.
         if split == 0, let rid = try rowid(of: m.id) { try removeContent(rid) }
         try keepContent(r, m, split, rid: nil, expected: expected)
@@ -66,12 +86,15 @@ extension SQLiteStore {
         aged(m.status.rawValue, m.createdAt.milliseconds, 1)
     }
 
-    /// The update of ``replace(_:expected:)`` for one shape (bits: 1 open, 2 lease,
-    /// 4 due, 8 by rowid; 16 every column, recipient too, by id), made once and held
+    /// The update of ``replace(_:expected:prep:)`` for one shape (bits: 1 open, 2 lease,
+    /// 4 due, 8 by rowid; 16 every column, recipient too, by id; all but 16 only for
+    /// one history entry appended to the same content), made once and held
     /// apart from the statement cache, whose lookup hashes the whole SQL text.
     func updateStatement(_ shape: Int) throws(MsgError) -> SQLiteStatement {
         if let s = updateStatements[shape] { return s }
-        var set = ["status = ?2", "updated_at = ?5", "record = ?9", "history_at = ?10", "content_len = ?13"]
+        // The ledger: the numbers of the change's leaves appended to the row's list.
+        var set = ["status = ?2", "updated_at = ?5", "record = ?9", "history_at = ?10", "content_len = ?13",
+                   "ledger = CASE ?15 WHEN '' THEN ledger ELSE coalesce(ledger || ' ', '') || ?15 END", "history_n = ?16", "content_fp = ?17"]
         if shape & 1 != 0 || shape == 16 { set.append("open = ?8") }
         if shape & 2 != 0 || shape == 16 { set.append("lease_until = ?7") }
         if shape & 4 != 0 || shape == 16 { set.append("due_at = ?6") }
@@ -80,7 +103,7 @@ extension SQLiteStore {
             : shape == 16 ? " WHERE id = ?1 AND status = ?11" : " WHERE id = ?1 AND status = ?11 AND recipient = ?3"
         // A whole text goes over a row that is whole: one with its content apart takes
         // the way by id, which removes that content too.
-        if shape != 16 { sql += " AND (?14 OR content_len = 0)" }
+        if shape != 16 { sql += " AND (?14 OR content_len = 0) AND history_n = ?18 AND content_fp = ?17" }
         let s = try db.statement(sql)
         updateStatements[shape] = s
         return s

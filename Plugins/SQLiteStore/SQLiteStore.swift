@@ -52,17 +52,24 @@ public final class SQLiteStore: Store {
         let stored = try guarded { () throws(MsgError) in
             try counted("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
-                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at, content_len)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?13) ON CONFLICT(id) DO NOTHING
+                    INSERT INTO messages (id, status, recipient, created_at, updated_at, due_at, lease_until, open, record, history_at, content_len,
+                                          ledger, history_n, content_fp)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?13, ?15, ?16, ?17) ON CONFLICT(id) DO NOTHING
                     """)
                 var results: [AddResult] = []
                 results.reserveCapacity(records.count)
-                for r in records {
+                let preps = LedgerPrep.batch(records, stored: true)
+                for (r, prep) in zip(records, preps) {
                     insert.reset()
                     let m = r.message
                     let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
+                    // Its ledger: the whole state as stored, the next leaf.
+                    insert.bind(15, String(try nextLeaf()))
+                    insert.bind(16, Int64(m.history.count))
+                    insert.bind(17, prep.print)
                     try RowEncoder.run(r, m, insert, "storing a message", split: split)
                     if db.changes == 1 {
+                        try appendLeaf(prep, r, entry: nil)
                         if split > 0 { try writeContent(r, split, rid: db.lastInsertRowid) }
                         tally.added(m)
                         floors.wrote(m.createdAt)
@@ -147,7 +154,8 @@ public final class SQLiteStore: Store {
         if changes.isEmpty { return [] }
         return try guarded { () throws(MsgError) in
             try counted("updating \(changes.count) messages") { () throws(MsgError) in
-                try changes.map { (c) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected) }
+                let preps = LedgerPrep.batch(changes.map(\.record), stored: false)
+                return try zip(changes, preps).map { (c, prep) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected, prep: prep) }
             }
         }
     }
@@ -158,8 +166,9 @@ public final class SQLiteStore: Store {
             try counted("removing \(removals.count) messages") { () throws(MsgError) in
                 let s = try db.statement("""
                     DELETE FROM messages WHERE id = ?1 AND (?2 IS NULL OR status IN (SELECT value FROM json_each(?2)))
-                    RETURNING recipient, status, created_at, rid, content_len
+                    RETURNING recipient, status, created_at, rid, content_len, ledger
                     """)
+                let kept = try db.statement("INSERT INTO ledger_removed (id, ledger) VALUES (?1, ?2)")
                 return try removals.map { (r) throws(MsgError) -> Bool in
                     s.reset()
                     s.bind(1, r.id)
@@ -171,7 +180,14 @@ public final class SQLiteStore: Store {
                     aged(status, s.int64(2), -1)
                     floors.wrote(Timestamp(milliseconds: s.int64(2)))
                     let rid = s.int64(3), apart = s.int64(4) > 0
+                    // Its leaves kept, and one more: removed.
+                    let before = s.isNull(5) ? "" : String(decoding: s.bytes(5), as: UTF8.self) + " "
                     s.reset()
+                    let leaf = try appendLeaf(try LedgerLeaf.removed(r.id))
+                    kept.reset()
+                    kept.bind(1, r.id)
+                    kept.bind(2, before + String(leaf))
+                    try kept.run("keeping a removed message's ledger")
                     if apart { try removeContent(rid) }
                     return true
                 }
@@ -230,10 +246,10 @@ public final class SQLiteStore: Store {
         return Row(s).record()
     }
 
-    /// The updates of ``replace(_:expected:)``, by shape.
+    /// The updates of ``replace(_:expected:prep:)``, by shape.
     var updateStatements: [SQLiteStatement?] = Array(repeating: nil, count: 17)
 
-    /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:)``.
+    /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:prep:)``.
     var rowids: [String: Int64] = [:]
     /// The contents kept apart (``SQLitePayloads``) of the records this handle put in
     /// flight, by rowid: their outcome writes none again.
@@ -248,6 +264,8 @@ public final class SQLiteStore: Store {
     var ages: [SQLiteAges.Key: Int] = [:]
     /// Where the transaction under way changed the queue (``SQLiteFloors``).
     var floors = SQLiteFloors.Pending()
+    /// The ledger's leaves of the transaction under way (``SQLiteLedger``).
+    var ledger = SQLiteLedger.Pending()
     /// Log text this handle appended since its last fold (``SQLiteTally/apply(_:_:logged:)``).
     var loggedBytes = 0
 

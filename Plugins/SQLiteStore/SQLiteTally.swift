@@ -155,21 +155,25 @@ enum SQLiteTally {
 
 extension SQLiteStore {
     /// `db.transaction` that also stores the ``Tally`` of the changes `body` makes
-    /// (gathered in ``tally``) and where they were (``SQLiteFloors``), before the commit.
+    /// (gathered in ``tally``), where they were (``SQLiteFloors``) and their leaves
+    /// (``SQLiteLedger``), before the commit.
     func counted<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         tally.removeAll()
         ages.removeAll(keepingCapacity: true)
         floors = SQLiteFloors.Pending()
+        ledger = SQLiteLedger.Pending()
         defer {
             tally.removeAll()
             ages.removeAll(keepingCapacity: true)
             floors = SQLiteFloors.Pending()
+            ledger = SQLiteLedger.Pending()
         }
         return try db.transaction(what) { () throws(MsgError) -> R in
             let result = try body()
             try SQLiteTally.apply(tally, db, logged: &loggedBytes)
             try SQLiteAges.apply(ages, db)
             try SQLiteFloors.apply(floors, db)
+            try SQLiteLedger.apply(ledger, db)
             return result
         }
     }

@@ -22,7 +22,7 @@ import Testing
         let cases = [("msg flsuh", "unknown command 'flsuh'; did you mean 'flush'?"),
                      ("msg queue lss", "unknown command 'queue lss'; did you mean 'queue ls'?"),
                      ("msg que", "unknown command 'que'; did you mean 'queue'?"),
-                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, destinations, metrics, export, listen, shell, plugins, help")]
+                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, destinations, metrics, export, ledger, listen, shell, plugins, help")]
         for (command, said) in cases {
             let r = try s.sh(command)
             #expect(r.status == 64 && r.err == "msg: \(said)\n" && r.out.isEmpty, "\(command): \(r.err)")
@@ -48,7 +48,7 @@ import Testing
             ("msg queue ls --error bogus", "msg: --error: unknown code 'bogus'; expected one of rate_limited, rejected, remote, timeout, unreachable, expired, corrupt or none (see msg queue ls --help)"),
             ("msg flush --deadline 3x", "msg: The value '3x' is invalid for '--deadline <deadline>': invalid duration '3x': unknown unit 'x'; write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w (see msg flush --help)"),
             ("msg queue ls --limit -1", "msg: --limit must be 0 or more (see msg queue ls --help)"),
-            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, metrics, export, listen, shell, plugins, help"),
+            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, metrics, export, ledger, listen, shell, plugins, help"),
             ("msg help queue lss", "msg: help: no such command 'queue lss'; did you mean 'queue ls'?"),
         ]
         for (command, said) in cases {

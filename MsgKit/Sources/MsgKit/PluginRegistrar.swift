@@ -33,16 +33,18 @@ public final class PluginRegistrar {
     /// 7.0: stores that count (``Store/counts(now:excluding:)``, ``Tally``);
     /// 7.1 claims that lock destinations, not the store (``DestinationLocks``), and
     /// records counted by creation time (``CreationCounts``); 7.2 listeners that
-    /// read their files again on SIGHUP (``ListenerReloading``).
+    /// read their files again on SIGHUP (``ListenerReloading``); 7.3 where commits
+    /// changed the queue (``ChangeFloors``, ``ScanHints``); 7.4 the ledger
+    /// (``LedgerStore``).
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 7
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 3
+    public static let abiMinor: UInt32 = 4
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 7 << 16 | 3 }
+    @inlinable public static var compiledABIVersion: UInt32 { 7 << 16 | 4 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.

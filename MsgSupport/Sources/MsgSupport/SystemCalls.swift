@@ -110,6 +110,14 @@ public enum SystemCalls {
         try file.commit()
     }
 
+    /// The bytes of the file at `path`.
+    /// - Throws: `code` naming it (`what` says what it is for) when it cannot be read.
+    public static func readFile(_ path: String, code: MsgError.Code, what: String) throws(MsgError) -> [UInt8] {
+        let fd = try open(path, O_RDONLY | O_CLOEXEC, code: code)
+        defer { close(fd) }
+        return try readToEnd(fd, code: code, what: "\(what) \(path)")
+    }
+
     /// Reads the whole of `fd` from its current offset to its end.
     /// - Throws: `code` on a read error.
     public static func readToEnd(_ fd: Int32, code: MsgError.Code, what: @autoclosure () -> String) throws(MsgError) -> [UInt8] {

@@ -1,0 +1,294 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import CCrypto
+import MsgKit
+
+/// One leaf of a store's ledger (msg-ledger(1), docs/DESIGN.md 10): what one change
+/// did to one message, kept as its hash in the tree.
+///
+/// The hash is RFC 6962's (2.1): SHA-256 of a 0 byte and the leaf's bytes, which are
+/// `kind` (1 byte), `n` (8, big-endian), the message id's length (4, big-endian)
+/// and UTF-8 bytes, then what the change holds, each part after its length (4):
+/// - `state`: the content (``content(_:)``), then history entries `0..<n`;
+/// - `entry`: history entry `n`;
+/// - `removed`, `began`: nothing.
+/// So a leaf fixes which message it is about and what it said of it; the check
+/// computes it again from the record as it is (``LedgerAudit``).
+///
+/// A store keeps each leaf as `kind`, `n` (a varint), the id (its length as a
+/// varint; none for `entry`, whose message names it) and the hash: the numbers and
+/// id are what the check is told to compute from, and the hash it must get.
+public struct LedgerLeaf: Sendable, Equatable {
+    public enum Kind: UInt8, Sendable {
+        /// The message's whole state: its content and its first `n` history entries.
+        /// Written when it is stored, when its content changes (`queue edit`), when
+        /// its history goes back (a claim put back), and at the first change of a
+        /// message stored before the ledger.
+        case state = 1
+        /// History entry `n` appended.
+        case entry = 2
+        /// The message left the store (`queue rm`, `queue purge`).
+        case removed = 3
+        /// The ledger began (or began again, in a store carried out of a damaged
+        /// file) with `n` messages stored before it, which it does not cover until
+        /// their next change; no id.
+        case began = 4
+    }
+
+    public var kind: Kind
+    public var n: Int
+    /// The message's id as kept (empty for an `entry`: its message names it).
+    public var id: String
+    public var hash: Digest
+
+    public init(kind: Kind, n: Int, id: String, hash: Digest) {
+        self.kind = kind
+        self.n = n
+        self.id = id
+        self.hash = hash
+    }
+
+    /// Appends the leaf as a store keeps it.
+    public func write(to out: inout [UInt8]) {
+        out.append(kind.rawValue)
+        Self.varint(UInt64(n), to: &out)
+        if kind == .entry {
+            out.append(0)
+        } else {
+            var id = id
+            id.withUTF8 { u in
+                Self.varint(UInt64(u.count), to: &out)
+                out.append(contentsOf: u)
+            }
+        }
+        hash.write(to: &out)
+    }
+
+    /// The leaf kept at `offset` in `bytes`, and the offset after it; nil when they
+    /// are not a whole leaf.
+    public static func read(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (leaf: LedgerLeaf, end: Int)? {
+        var at = offset
+        func varint() -> UInt64? {
+            var v: UInt64 = 0
+            var shift: UInt64 = 0
+            while at < bytes.count, shift < 64 {
+                let b = bytes[at]
+                at += 1
+                v |= UInt64(b & 0x7f) << shift
+                if b < 0x80 { return v }
+                shift += 7
+            }
+            return nil
+        }
+        guard at < bytes.count, let kind = Kind(rawValue: bytes[at]) else { return nil }
+        at += 1
+        guard let n = varint(), n < 1 << 62, let idLength = varint(), idLength <= bytes.count - at else { return nil }
+        let id = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[at..<(at + Int(idLength))]), as: UTF8.self)
+        at += Int(idLength)
+        guard bytes.count - at >= 32 else { return nil }
+        let hash = Digest(bytes.baseAddress! + at)
+        return (LedgerLeaf(kind: kind, n: Int(n), id: id, hash: hash), at + 32)
+    }
+
+    private static func varint(_ v: UInt64, to out: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    private static func append(_ v: UInt64, _ count: Int, to out: inout [UInt8]) {
+        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0[(8 - count)...]) }
+    }
+
+    // MARK: The hashes
+
+    /// The bytes hashed for a leaf, up to what it holds.
+    private static func prefix(_ kind: Kind, _ n: Int, _ id: String, capacity: Int) -> [UInt8] {
+        var b: [UInt8] = [0]
+        b.reserveCapacity(capacity + 17 + id.utf8.count)
+        b.append(kind.rawValue)
+        append(UInt64(n), 8, to: &b)
+        var id = id
+        id.withUTF8 { u in
+            append(UInt64(u.count), 4, to: &b)
+            b.append(contentsOf: u)
+        }
+        return b
+    }
+
+    /// Appends a history entry as msg writes it, after its length.
+    private static func appendEntry(_ e: Message.Event, to b: inout [UInt8]) {
+        var w = JSONWriter(capacity: 128)
+        e.write(to: &w)
+        append(UInt64(w.bytes.count), 4, to: &b)
+        b.append(contentsOf: w.bytes)
+    }
+
+    /// The `state` leaf of `r` as it is, with all its history.
+    public static func state(of r: EncodedMessage) throws(MsgError) -> LedgerLeaf {
+        let m = r.message
+        return LedgerLeaf(kind: .state, n: m.history.count, id: m.id, hash: try stateHash(r, m, entries: m.history.count))
+    }
+
+    /// The hash of a `state` leaf of `r` (whose message is `m`) with its first
+    /// `entries` history entries: after the leaf's kind, number and id, its content
+    /// (``content(_:_:)``) and the JSON array of those entries as msg writes it, each
+    /// after its length. Hashed in parts, nothing copied: a record stored costs one.
+    public static func stateHash(_ r: EncodedMessage, _ m: Message, entries: Int) throws(MsgError) -> Digest {
+        let head = prefix(.state, entries, m.id, capacity: 0)
+        var (json, end) = (r.json, contentEnd(r.json))
+        if end == nil {
+            json = EncodedMessage(m).json
+            end = contentEnd(json)
+        }
+        guard let end else { throw MsgError(.corrupt, "message \(m.id) cannot be written in msg's order") }
+        var tail: [UInt8] = []
+        if !m.extra.isEmpty {
+            var w = JSONWriter()
+            for member in m.extra {
+                w.raw(","); w.string(member.key); w.raw(":"); w.value(member.value)
+            }
+            tail = w.bytes
+        }
+        var lengths: [UInt8] = []
+        append(UInt64(end), 4, to: &lengths)
+        append(UInt64(tail.count), 4, to: &lengths)
+        for t in [m.createdAt, m.notBefore, m.expiresAt] {
+            append(UInt64(bitPattern: t?.milliseconds ?? -1), 8, to: &lengths)
+        }
+        // The entries: as stored when all of them (the text msg wrote), else written.
+        var array: [UInt8] = []
+        let h = r.historyOffset + 11
+        let whole = entries == m.history.count && h < r.json.count && r.json[h] == UInt8(ascii: "[")
+        if !whole {
+            var w = JSONWriter(capacity: 128 * entries)
+            w.raw("[")
+            for (i, e) in m.history.prefix(entries).enumerated() {
+                if i > 0 { w.raw(",") }
+                e.write(to: &w)
+            }
+            w.raw("]")
+            array = w.bytes
+        }
+        let arrayCount = whole ? r.json.count - 1 - h : array.count
+        append(UInt64(arrayCount), 4, to: &lengths)
+        return try Digest.sha256 { add in
+            head.withUnsafeBytes(add)
+            lengths.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[0..<4])) }
+            json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
+            lengths.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[4..<8])) }
+            tail.withUnsafeBytes(add)
+            lengths.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[8..<36])) }
+            if whole {
+                r.json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[h..<(r.json.count - 1)])) }
+            } else {
+                array.withUnsafeBytes(add)
+            }
+        }
+    }
+
+    /// The `entry` leaves of `r`'s history entries from `from` on.
+    public static func entries(of r: EncodedMessage, from: Int) throws(MsgError) -> [LedgerLeaf] {
+        let m = r.message
+        var out: [LedgerLeaf] = []
+        for i in from..<m.history.count {
+            out.append(LedgerLeaf(kind: .entry, n: i, id: "", hash: try entryHash(m.id, i, m.history[i])))
+        }
+        return out
+    }
+
+    /// The hash of the `entry` leaf of entry `n`, `e`, of message `id`.
+    public static func entryHash(_ id: String, _ n: Int, _ e: Message.Event) throws(MsgError) -> Digest {
+        var b = prefix(.entry, n, id, capacity: 128)
+        appendEntry(e, to: &b)
+        return try Digest.sha256(b)
+    }
+
+    /// The leaf of message `id`'s removal.
+    public static func removed(_ id: String) throws(MsgError) -> LedgerLeaf {
+        LedgerLeaf(kind: .removed, n: 0, id: id, hash: try Digest.sha256(prefix(.removed, 0, id, capacity: 0)))
+    }
+
+    /// The leaf of the ledger's beginning with `count` messages before it.
+    public static func began(_ count: Int) throws(MsgError) -> LedgerLeaf {
+        LedgerLeaf(kind: .began, n: count, id: "", hash: try Digest.sha256(prefix(.began, count, "", capacity: 0)))
+    }
+
+    /// The hash this leaf must have, computed from its kind, number and id (for
+    /// the kinds that hold nothing else).
+    public func expectedHash() throws(MsgError) -> Digest? {
+        switch kind {
+        case .removed: try Self.removed(id).hash
+        case .began: try Self.began(n).hash
+        case .state, .entry: nil
+        }
+    }
+
+    /// The kept bytes of `r`'s leaf: its `state` for nil, else the `entry` of
+    /// entry `n`.
+    public static func bytes(_ r: EncodedMessage, entry n: Int?) throws(MsgError) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(80)
+        if let n {
+            let m = r.message
+            LedgerLeaf(kind: .entry, n: n, id: "", hash: try entryHash(m.id, n, m.history[n])).write(to: &out)
+        } else {
+            try state(of: r).write(to: &out)
+        }
+        return out
+    }
+}
+
+extension LedgerLeaf {
+    private static let statusKey = Array(#","status":""#.utf8)
+
+    /// Where the content ends in a record's text msg wrote: at its first
+    /// `,"status":"` (inside a JSON string a quote is escaped, so that is the key).
+    static func contentEnd(_ json: [UInt8]) -> Int? {
+        json.withUnsafeBytes { json -> Int? in
+            guard let base = json.baseAddress else { return nil }
+            var from = 0
+            while from < json.count, let comma = memchr(base + from, Int32(UInt8(ascii: ",")), json.count - from) {
+                let at = base.distance(to: UnsafeRawPointer(comma))
+                if at + statusKey.count <= json.count, memcmp(comma, statusKey, statusKey.count) == 0 { return at }
+                from = at + 1
+            }
+            return nil
+        }
+    }
+
+    /// A fingerprint of `r`'s content as `queue edit` changes it (the text before
+    /// `status`: id, to, from, body, headers; 32 bits, not a proof of anything):
+    /// how a store sees cheaply, at every change, that the content stayed as it was
+    /// (the ledger then takes an `entry` leaf, not a new `state`). The text before
+    /// the first `,"status":"` is that: inside a JSON string a quote is escaped.
+    /// 0 for text without one.
+    public static func contentPrint(_ r: EncodedMessage) -> Int64 {
+        guard let end = contentEnd(r.json) else { return 0 }
+        return r.json.withUnsafeBytes { json -> Int64 in
+            // Eight bytes a step, multiplied and mixed (after wyhash's finalizer).
+            var h: UInt64 = 0x9e37_79b9_7f4a_7c15 ^ UInt64(end)
+            var i = 0
+            while i + 8 <= end {
+                h = (h ^ json.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xff51_afd7_ed55_8ccd
+                h ^= h >> 29
+                i += 8
+            }
+            var last: UInt64 = 0
+            while i < end {
+                last = last << 8 | UInt64(json[i])
+                i += 1
+            }
+            h = (h ^ last) &* 0xc4ce_b9fe_1a85_ec53
+            h ^= h >> 32
+            // 32 bits: four bytes in each row (SQLite keeps an integer in as few as
+            // it needs); an edit that kept them would only be taken as an entry
+            // appended, and shown by the check, never lost.
+            return Int64(UInt32(truncatingIfNeeded: h))
+        }
+    }
+}

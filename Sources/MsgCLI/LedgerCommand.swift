@@ -1,0 +1,146 @@
+import ArgumentParser
+import MsgEngine
+import MsgKit
+import MsgSupport
+
+/// `msg ledger`: the store's tamper-evident log of every message and change
+/// (msg-ledger(1)): keys, signed checkpoints, and the check of both.
+struct LedgerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger",
+        abstract: "Sign and check the store's ledger: every message and every change of it, in an append-only Merkle log.",
+        subcommands: [LedgerKeygenCommand.self, LedgerCheckpointCommand.self, LedgerVerifyCommand.self]
+    )
+}
+
+/// `msg ledger keygen --key FILE`: an Ed25519 key pair, FILE (owner-only) and FILE.pub.
+struct LedgerKeygenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keygen",
+        abstract: "Make an Ed25519 key pair for checkpoints: FILE (private, owner-only) and FILE.pub.",
+        discussion: "Refuses to overwrite an existing key. Keep FILE where the store's writers cannot read it."
+    )
+    @Option(help: ArgumentHelp("The private key's file; the public key goes to FILE.pub.", valueName: "file")) var key: String
+
+    func run() throws {
+        for path in [key, key + ".pub"] where SystemCalls.exists(path) {
+            throw MsgError(.usage, "\(path) exists; msg ledger keygen does not overwrite a key")
+        }
+        let seed = try Ed25519.newSeed()
+        let pub = try Ed25519.publicKey(seed: seed)
+        try SystemCalls.replaceAtomically(key, with: Array(LedgerKeys.privateLine(seed).utf8), mode: 0o600, code: .storeIO)
+        try SystemCalls.replaceAtomically(key + ".pub", with: Array(LedgerKeys.publicLine(pub).utf8), mode: 0o644, code: .storeIO)
+        print("key \(try LedgerCheckpoint.keyID(of: pub)): \(key) and \(key).pub")
+    }
+}
+
+/// `msg ledger checkpoint --key FILE`: the ledger's size and root, signed, as one line.
+struct LedgerCheckpointCommand: SessionCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "checkpoint",
+        abstract: "Print a signed checkpoint of the ledger (its size, root and time) as one JSON line, to keep elsewhere.",
+        discussion: """
+        Keep the lines where the store's writers cannot change them (a git repository, \\
+        a mail, a transparency log): msg ledger verify --checkpoint then proves the \\
+        ledger still begins with what each of them signed.
+        """
+    )
+    @OptionGroup var global: GlobalOptions
+    @Option(help: ArgumentHelp("The private key (from msg ledger keygen).", valueName: "file")) var key: String
+
+    func run(_ session: Session) throws {
+        let seed = try LedgerKeys.readPrivate(key)
+        let (size, root) = try LedgerAudit(store: try ledgerStore(session)).root()
+        let checkpoint = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed)
+        let out = session.console.buffer()
+        out.write(checkpoint.line + "\n")
+        try out.flush()
+    }
+}
+
+/// `msg ledger verify`: the ledger against the records, and against checkpoints.
+struct LedgerVerifyCommand: SessionCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check the ledger against every message in the store, and against signed checkpoints.",
+        discussion: """
+        Exits 0 and prints the ledger's size and root when every message and change \\
+        is as the ledger holds it and the ledger begins with each checkpoint; \\
+        otherwise names, first, the message or change that differs, on stderr, \\
+        and exits 65.
+        """
+    )
+    @OptionGroup var global: GlobalOptions
+    @Option(help: ArgumentHelp("Checkpoints (lines of msg ledger checkpoint) the ledger must begin with; needs --pubkey.", valueName: "file"))
+    var checkpoint: [String] = []
+    @Option(help: ArgumentHelp("The public key the checkpoints are signed with (FILE.pub of msg ledger keygen).", valueName: "file"))
+    var pubkey: String?
+
+    func validate() throws {
+        if !checkpoint.isEmpty && pubkey == nil { throw ValidationError("--checkpoint needs --pubkey, the key it is signed with") }
+        if checkpoint.isEmpty && pubkey != nil { throw ValidationError("--pubkey is for --checkpoint") }
+    }
+
+    func run(_ session: Session) throws {
+        var checkpoints: [LedgerCheckpoint] = []
+        if let pubkey {
+            let key = try LedgerKeys.readPublic(pubkey)
+            let keyID = try LedgerCheckpoint.keyID(of: key)
+            for file in checkpoint {
+                let text = String(decoding: try SystemCalls.readFile(file, code: .badInput, what: "checkpoint file"), as: UTF8.self)
+                for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+                    let c = try LedgerCheckpoint(line: String(line), where: "\(file):\(i + 1)")
+                    guard c.keyID == keyID else {
+                        throw MsgError(.badInput, "\(file):\(i + 1): the checkpoint is signed by key \(c.keyID), not by \(pubkey) (key \(keyID))")
+                    }
+                    guard try c.isSigned(by: key) else {
+                        throw MsgError(.badInput, "\(file):\(i + 1): the checkpoint's signature is not \(pubkey)'s: it is forged or was changed")
+                    }
+                    checkpoints.append(c)
+                }
+            }
+        }
+        let progress = session.console.progress("checked")
+        let report = try LedgerAudit(store: try ledgerStore(session)).verify(checkpoints: checkpoints, progress: progress)
+        progress.finish()
+        guard report.isWhole else {
+            for p in report.problems.prefix(20) { session.console.say("ledger: \(p.text)") }
+            if report.problems.count > 20 { session.console.say("ledger: and \(report.problems.count - 20) more") }
+            throw MsgError(.badInput, "ledger: the store is not what its ledger holds (\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s"))")
+        }
+        let out = session.console.buffer()
+        out.write(report.line + "\n")
+        try out.flush()
+    }
+}
+
+/// The store, as one that keeps a ledger.
+func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
+    let store = try session.store(.read)
+    guard let ledger = store as? any LedgerStore else {
+        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: store does)")
+    }
+    return ledger
+}
+
+/// The key files of `msg ledger keygen`: one line each, `ed25519-private HEX` and `ed25519 HEX`.
+enum LedgerKeys {
+    static func privateLine(_ seed: [UInt8]) -> String { "ed25519-private \(Hex.encode(seed))\n" }
+    static func publicLine(_ key: [UInt8]) -> String { "ed25519 \(Hex.encode(key))\n" }
+
+    static func readPrivate(_ path: String) throws(MsgError) -> [UInt8] {
+        try parse(try SystemCalls.readPrivateFile(path, what: "ledger key"), prefix: "ed25519-private", path: path, what: "a private key from msg ledger keygen")
+    }
+
+    static func readPublic(_ path: String) throws(MsgError) -> [UInt8] {
+        try parse(try SystemCalls.readFile(path, code: .config, what: "public key"), prefix: "ed25519", path: path, what: "a public key (FILE.pub of msg ledger keygen)")
+    }
+
+    private static func parse(_ bytes: [UInt8], prefix: String, path: String, what: String) throws(MsgError) -> [UInt8] {
+        let words = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard words.count == 2, words[0] == prefix, let key = Hex.decode(String(words[1])), key.count == 32 else {
+            throw MsgError(.config, "\(path) is not \(what)")
+        }
+        return key
+    }
+}

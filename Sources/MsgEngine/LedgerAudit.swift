@@ -1,0 +1,310 @@
+import MsgKit
+import MsgSupport
+
+/// `msg ledger` (msg-ledger(1), docs/DESIGN.md 10): the root of a store's ledger,
+/// and its check against the records and against signed checkpoints.
+///
+/// The check reads in one snapshot of the store (``LedgerStore/ledgerRead(_:)``):
+/// 1. each message and each removed one, with its leaves looked up by number: the
+///    leaves must be its own, their replay (a `state`, then entries appended in
+///    order) must give its history's length, and the digests of its content and
+///    of each entry, computed from the record as it is now, must be the leaves';
+/// 2. then the log in order: every leaf named by exactly one message (none: a
+///    message or a change deleted behind msg's back), the tree's root at each
+///    checkpoint's size the checkpoint's root.
+/// Memory: two bits a leaf and the runs of leaves last looked up, not the log.
+public final class LedgerAudit {
+    private let store: any LedgerStore
+
+    public init(store: any LedgerStore) {
+        self.store = store
+    }
+
+    /// What a check found.
+    public struct Report: Sendable {
+        public var size = 0
+        public var root: Digest?
+        public var messages = 0
+        public var removed = 0
+        /// Messages stored before the ledger began, not changed since (not covered).
+        public var beforeLedger = 0
+        public var checkpoints = 0
+        /// What differs, each with the leaf it is about (the first first).
+        public var problems: [(leaf: Int, text: String)] = []
+
+        public var isWhole: Bool { problems.isEmpty }
+
+        /// The line printed when it is whole.
+        public var line: String {
+            var w = JSONWriter()
+            w.value(.object([
+                .init("size", .number(String(size))), .init("root", .string(root?.hex ?? "")),
+                .init("messages", .number(String(messages))), .init("removed", .number(String(removed))),
+                .init("before_ledger", .number(String(beforeLedger))), .init("checkpoints", .number(String(checkpoints))),
+            ]))
+            return String(decoding: w.bytes, as: UTF8.self)
+        }
+    }
+
+    /// The size and root of the log as it is.
+    public func root() throws(MsgError) -> (size: Int, root: Digest) {
+        try store.ledgerRead { () throws(MsgError) -> (size: Int, root: Digest) in
+            let size = try store.ledgerSize()
+            var tree = LedgerTree()
+            try leaves(upTo: size) { (_, leaf) throws(MsgError) in try tree.append(leaf.hash) }
+            return (size, try tree.root())
+        }
+    }
+
+    /// Checks the ledger against the records and `checkpoints` (each already checked
+    /// for its signature by the caller, or not, as `trusted` says).
+    public func verify(checkpoints: [LedgerCheckpoint] = [], progress: Progress? = nil) throws(MsgError) -> Report {
+        try store.ledgerRead { () throws(MsgError) -> Report in
+            var report = Report()
+            let size = try store.ledgerSize()
+            report.size = size
+            var named = Bits(count: size)
+            var runs = RunCache(store: store)
+            var unledgered: [String] = []
+            var seen = 0
+            try store.ledgerMessages { (record, id, list) throws(MsgError) -> Bool in
+                seen += 1
+                if seen % 4096 == 0 { progress?.update(seen) }
+                if record != nil { report.messages += 1 } else { report.removed += 1 }
+                guard let list else {
+                    report.beforeLedger += 1
+                    if unledgered.count < 10 { unledgered.append(id) }
+                    return true
+                }
+                try check(record, id: id, list: list, size: size, named: &named, runs: &runs, into: &report)
+                return true
+            }
+            var tree = LedgerTree()
+            var allowed = 0
+            let sizes = Set(checkpoints.map(\.size))
+            var roots: [Int: Digest] = [:]
+            if sizes.contains(0) { roots[0] = try tree.root() }
+            try leaves(upTo: size) { (i, leaf) throws(MsgError) in
+                try tree.append(leaf.hash)
+                if let expected = try leaf.expectedHash(), expected != leaf.hash {
+                    report.problems.append((i, "leaf \(i) (\(Self.describe(leaf))) was changed outside msg: its hash is not its own"))
+                } else if leaf.kind == .began {
+                    allowed += leaf.n
+                } else if !named[i] {
+                    report.problems.append((i, "leaf \(i) (\(Self.describe(leaf))) belongs to no message in the store: "
+                        + (leaf.id.isEmpty ? "that change was deleted outside msg" : "message \(leaf.id) was deleted outside msg")))
+                }
+                if sizes.contains(tree.size) { roots[tree.size] = try tree.root() }
+            }
+            report.root = try tree.root()
+            for c in checkpoints {
+                report.checkpoints += 1
+                guard c.size <= size else {
+                    report.problems.append((size, "the checkpoint of \(c.time) has \(c.size) leaves and the ledger only \(size): leaves were removed"))
+                    continue
+                }
+                if roots[c.size] != c.root {
+                    report.problems.append((c.size, "the ledger's first \(c.size) leaves do not hash to the root of the checkpoint of \(c.time): "
+                        + "the log was changed before it"))
+                }
+            }
+            if report.beforeLedger > allowed {
+                report.problems.append((Int.max, "\(report.beforeLedger) messages are in no ledger, but \(allowed) were stored before it began: "
+                    + "messages were added outside msg (\(unledgered.joined(separator: ", "))…)"))
+            }
+            report.problems.sort { $0.leaf < $1.leaf }
+            return report
+        }
+    }
+
+    /// Checks one message (`record` nil: removed) against its leaves.
+    private func check(_ record: EncodedMessage?, id: String, list: [Int], size: Int, named: inout Bits, runs: inout RunCache,
+                       into report: inout Report) throws(MsgError) {
+        var count: Int?
+        var state: (leaf: LedgerLeaf, at: Int)?
+        var appended: [(leaf: LedgerLeaf, at: Int)] = []
+        var removedAt: Int?
+        for at in list {
+            guard at < size else {
+                report.problems.append((at, "message \(id) names leaf \(at), past the ledger's end (\(size))"))
+                return
+            }
+            if named[at] {
+                report.problems.append((at, "leaf \(at) is named by message \(id) and by another"))
+                return
+            }
+            named[at] = true
+            guard let leaf = try runs.leaf(at) else {
+                report.problems.append((at, "leaf \(at) cannot be read"))
+                return
+            }
+            guard leaf.kind == .entry || leaf.id == id else {
+                report.problems.append((at, "message \(id) names leaf \(at), which is message \(leaf.id)'s"))
+                return
+            }
+            guard removedAt == nil else {
+                report.problems.append((at, "message \(id) has leaf \(at) after its removal"))
+                return
+            }
+            switch leaf.kind {
+            case .state:
+                count = leaf.n
+                state = (leaf, at)
+                appended = []
+            case .entry:
+                guard let c = count, c == leaf.n else {
+                    report.problems.append((at, "message \(id): leaf \(at) appends history entry \(leaf.n) where the ledger has \(count.map { "\($0) entries" } ?? "no state")"))
+                    return
+                }
+                count = c + 1
+                appended.append((leaf, at))
+            case .removed:
+                if try leaf.expectedHash() != leaf.hash {
+                    report.problems.append((at, "leaf \(at) (the removal of message \(id)) was changed outside msg"))
+                    return
+                }
+                removedAt = at
+            case .began:
+                report.problems.append((at, "message \(id) names leaf \(at), the ledger's beginning"))
+                return
+            }
+        }
+        guard let record else {
+            if removedAt == nil {
+                report.problems.append((list.last ?? Int.max, "removed message \(id) has no leaf of its removal"))
+            }
+            return
+        }
+        if let removedAt {
+            report.problems.append((removedAt, "message \(id) is in the store, but the ledger has it removed (leaf \(removedAt))"))
+            return
+        }
+        guard let (leaf, at) = state, let count else {
+            report.problems.append((list.first ?? Int.max, "message \(id) has no state in the ledger"))
+            return
+        }
+        let m = record.message
+        if m.isDamaged {
+            report.problems.append((at, "message \(id) no longer reads as a record (damaged): the ledger has it at leaf \(list.last ?? at)"))
+            return
+        }
+        guard m.history.count >= leaf.n else {
+            report.problems.append((at, "message \(id) has \(m.history.count) history entries and the ledger \(count) (leaf \(list.last ?? at)): an entry was removed"))
+            return
+        }
+        if try LedgerLeaf.stateHash(record, m, entries: leaf.n) != leaf.hash {
+            report.problems.append((at, "message \(id): its content (to, from, body, headers, times) or one of its first \(leaf.n) history entries "
+                + "is not what the ledger holds (leaf \(at))"))
+            return
+        }
+        for (entry, entryAt) in appended {
+            guard entry.n < m.history.count else { break }
+            if try LedgerLeaf.entryHash(id, entry.n, m.history[entry.n]) != entry.hash {
+                report.problems.append((entryAt, "message \(id): history entry \(entry.n) (\(m.history[entry.n].event)) is not what the ledger holds (leaf \(entryAt))"))
+                return
+            }
+        }
+        if m.history.count != count {
+            report.problems.append((list.last ?? at, "message \(id) has \(m.history.count) history entries and the ledger \(count) (leaf \(list.last ?? at)): "
+                + (m.history.count > count ? "an entry was added outside msg" : "an entry was removed")))
+        }
+    }
+
+    /// Each leaf from 0 to `size`, in order, with its number.
+    private func leaves(upTo size: Int, _ body: (Int, LedgerLeaf) throws(MsgError) -> Void) throws(MsgError) {
+        var next = 0
+        var failure: MsgError?
+        try store.ledgerRuns(from: 0) { (first, bytes) throws(MsgError) -> Bool in
+            var offset = 0
+            var i = first
+            while offset < bytes.count && i < size {
+                guard let (leaf, end) = LedgerLeaf.read(bytes, at: offset) else {
+                    failure = MsgError(.badInput, "ledger: leaf \(i) cannot be read: the log was changed outside msg")
+                    return false
+                }
+                if i >= next {
+                    guard i == next else {
+                        failure = MsgError(.badInput, "ledger: leaves \(next) to \(i - 1) are missing: the log was changed outside msg")
+                        return false
+                    }
+                    try body(i, leaf)
+                    next += 1
+                }
+                offset = end
+                i += 1
+            }
+            return next < size
+        }
+        if let failure { throw failure }
+        if next < size { throw MsgError(.badInput, "ledger: leaves from \(next) on are missing: the log was changed outside msg") }
+    }
+
+    static func describe(_ leaf: LedgerLeaf) -> String {
+        switch leaf.kind {
+        case .state: "its state with \(leaf.n) history entries"
+        case .entry: "history entry \(leaf.n)"
+        case .removed: "its removal"
+        case .began: "the beginning"
+        }
+    }
+}
+
+/// One bit per leaf.
+struct Bits {
+    private var words: [UInt64]
+    init(count: Int) { words = [UInt64](repeating: 0, count: (count + 63) / 64) }
+    subscript(i: Int) -> Bool {
+        get { words[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+        set {
+            if newValue { words[i >> 6] |= 1 << UInt64(i & 63) } else { words[i >> 6] &= ~(1 << UInt64(i & 63)) }
+        }
+    }
+}
+
+/// The runs of leaves last looked up, read whole: a message's leaves sit near the
+/// others' of its time, so most lookups find their run here.
+struct RunCache {
+    let store: any LedgerStore
+    private var runs: [Int: [LedgerLeaf]] = [:]
+    private var order: [Int] = []
+    private var last: (first: Int, leaves: [LedgerLeaf])?
+
+    init(store: any LedgerStore) { self.store = store }
+
+    mutating func leaf(_ index: Int) throws(MsgError) -> LedgerLeaf? {
+        if let last, index >= last.first, index < last.first + last.leaves.count { return last.leaves[index - last.first] }
+        // The last run starting at or before `index`, in the sorted starts.
+        var lo = 0, hi = order.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if order[mid] <= index { lo = mid + 1 } else { hi = mid }
+        }
+        if lo > 0, let leaves = runs[order[lo - 1]], index < order[lo - 1] + leaves.count {
+            let first = order[lo - 1]
+            last = (first, leaves)
+            return leaves[index - first]
+        }
+        guard let (first, bytes) = try store.ledgerRun(holding: index) else { return nil }
+        var leaves: [LedgerLeaf] = []
+        let whole = bytes.withUnsafeBytes { (b) -> Bool in
+            var offset = 0
+            while offset < b.count {
+                guard let (leaf, end) = LedgerLeaf.read(b, at: offset) else { return false }
+                leaves.append(leaf)
+                offset = end
+            }
+            return true
+        }
+        guard whole else { throw MsgError(.badInput, "ledger: leaf \(first + leaves.count) cannot be read: the log was changed outside msg") }
+        if runs.count >= 1024 {
+            runs = [:]
+            order = []
+        }
+        runs[first] = leaves
+        var at = order.count
+        while at > 0 && order[at - 1] > first { at -= 1 }
+        order.insert(first, at: at)
+        last = (first, leaves)
+        return index < first + leaves.count ? leaves[index - first] : nil
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+/// `msg ledger` through the binary: a store changed behind msg's back, with the
+/// sqlite3 tool, is named by `msg ledger verify`, and one msg changed verifies.
+@Suite struct LedgerTests {
+    /// Three messages to u1..u3, flushed to the mock (u3's fails), a key, a checkpoint.
+    func store(_ s: Sandbox) throws -> [String] {
+        let r = try s.sh("""
+            for i in 1 2 3 4; do msg compose --to u$i --body "hello $i" --enqueue; done
+            msg flush --transport 'stdout:?fail=1&error=remote' --to u3 > /dev/null
+            msg flush --transport stdout: --to u1 > /dev/null 3>/dev/null; msg flush --transport stdout: --to u2 > /dev/null 3>/dev/null
+            msg ledger keygen --key k > /dev/null && msg ledger checkpoint --key k > cp && msg ledger verify --checkpoint cp --pubkey k.pub
+            """)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains(#""messages":4,"removed":0,"before_ledger":0,"checkpoints":1}"#), "\(r.out)")
+        return r.lines.filter { $0.hasPrefix(#"{"id":""#) }.map { String($0.dropFirst(7).prefix(36)) }
+    }
+
+    /// Rewrites the record of `to` with a Python statement over its JSON `r` (its
+    /// history `h`), as a
+    /// person with the store's file would, keeping the text on one line.
+    func rewrite(_ to: String, _ expression: String) -> String {
+        """
+        sqlite3 queue.sqlite "SELECT record FROM messages WHERE recipient = '\(to)'" > r.json
+        python3 -c 'import json,sys; r = json.load(open("r.json")); h = r.get("history"); \(expression); open("r.json", "w").write(json.dumps(r, separators=(",", ":"), ensure_ascii=False))'
+        sqlite3 queue.sqlite "UPDATE messages SET record = CAST(readfile('r.json') AS TEXT) WHERE recipient = '\(to)'"
+        """
+    }
+
+    static let tamperings: [(name: String, script: String, named: String)] = [
+        ("a body", #"sqlite3 queue.sqlite "UPDATE messages SET record = replace(record, 'hello 2', 'hellO 2') WHERE recipient = 'u2'""#,
+         "u2: its content"),
+        ("a recipient", #"sqlite3 queue.sqlite "UPDATE messages SET record = replace(record, '\"to\":\"u2\"', '\"to\":\"u9\"') WHERE recipient = 'u2'""#,
+         "u2: its content"),
+        ("a history entry", #"sqlite3 queue.sqlite "UPDATE messages SET record = replace(record, '\"event\":\"sent\"', '\"event\":\"rent\"') WHERE recipient = 'u1'""#,
+         "u1: history entry 2 (rent)"),
+        ("a deleted message", #"sqlite3 queue.sqlite "DELETE FROM messages WHERE recipient = 'u2'""#, "u2 was deleted outside msg"),
+        ("reordered entries", "H:u1:h[1], h[2] = h[2], h[1]", "u1: history entry 1 (sent)"),
+        ("an inserted entry", "H:u1:h.append(h[1])", "u1 has 4 history entries and the ledger 3"),
+        ("a removed entry", "H:u1:h.pop(1)", "u1: history entry 1 (sent)"),
+        ("the last entry removed", "H:u3:h.pop()", "u3 has 2 history entries and the ledger 3"),
+        // A leaf rewritten in the log: the message it held, then the checkpoint, say so.
+        ("a leaf of the log", #"sqlite3 queue.sqlite "UPDATE ledger SET leaves = substr(leaves, 1, length(leaves) - 1) || X'00' WHERE first = 1""#,
+         "u1: its content"),
+        ("an added message", #"sqlite3 queue.sqlite "INSERT INTO messages (id, status, recipient, created_at, updated_at, open, record, history_at) SELECT 'forged', status, 'u7', created_at, updated_at, open, replace(record, id, 'forged'), history_at FROM messages WHERE recipient = 'u4'""#,
+         "1 messages are in no ledger, but 0 were stored before it began"),
+    ]
+
+    @Test(arguments: 0..<tamperings.count)
+    func aChangeBehindMsgsBackIsNamed(_ index: Int) throws {
+        let (name, script, named) = Self.tamperings[index]
+        let s = try Sandbox()
+        let ids = try store(s)
+        try #require(ids.count == 4)
+        var run = script
+        if script.hasPrefix("H:") {
+            let parts = script.split(separator: ":", maxSplits: 2).map(String.init)
+            run = rewrite(parts[1], parts[2])
+        }
+        let r = try s.sh("cd \(s.home) && \(run) && msg ledger verify --checkpoint cp --pubkey k.pub; echo \"exit $?\"")
+        #expect(r.lines.last == "exit 65", "\(name): \(r.out) \(r.err)")
+        let first = r.err.split(separator: "\n").first.map(String.init) ?? ""
+        let wanted = named.replacingOccurrences(of: "u1", with: "message \(ids[0])").replacingOccurrences(of: "u2", with: "message \(ids[1])")
+            .replacingOccurrences(of: "u3", with: "message \(ids[2])")
+        #expect(first.contains(wanted), "\(name): the first line names something else: \(r.err)")
+        #expect(r.err.contains("the store is not what its ledger holds"), "\(name): \(r.err)")
+        if name == "a leaf of the log" {
+            #expect(r.err.contains("do not hash to the root of the checkpoint"), "\(r.err)")
+        }
+    }
+
+    @Test func aForgedCheckpointOrAnotherKeysIsRefused() throws {
+        let s = try Sandbox()
+        _ = try store(s)
+        let r = try s.sh("""
+            sed 's/"size":[0-9]*/"size":3/' cp > forged; msg ledger verify --checkpoint forged --pubkey k.pub; echo "exit $?"
+            msg ledger keygen --key other > /dev/null; msg ledger checkpoint --key other > theirs
+            msg ledger verify --checkpoint theirs --pubkey k.pub; echo "exit $?"
+            msg ledger verify --checkpoint cp; echo "exit $?"
+            echo 'not a checkpoint' >> cp; msg ledger verify --checkpoint cp --pubkey k.pub; echo "exit $?"
+            """)
+        #expect(r.lines == ["exit 65", "exit 65", "exit 64", "exit 65"], "\(r.out) \(r.err)")
+        let errors = r.err.split(separator: "\n").map(String.init)
+        #expect(errors.first?.contains("forged:1: the checkpoint's signature is not k.pub's") == true, "\(r.err)")
+        #expect(errors.contains { $0.contains("theirs:1: the checkpoint is signed by key") }, "\(r.err)")
+        #expect(errors.contains { $0.contains("cp:2: not a msg ledger checkpoint") }, "\(r.err)")
+    }
+
+    /// Checkpoints taken along the way stay prefixes of the log as it grows; a
+    /// message removed or purged keeps its leaves.
+    @Test func everyEarlierCheckpointIsAPrefixAndRemovalsKeepTheirLeaves() throws {
+        let s = try Sandbox()
+        let ids = try store(s)
+        try #require(ids.count == 4)
+        let r = try s.sh("""
+            msg queue rm \(ids[3]) > /dev/null
+            msg ledger checkpoint --key k >> cp
+            msg compose --to u5 --body five --enqueue > /dev/null; msg flush --transport stdout: > /dev/null 3>/dev/null
+            msg queue purge --status sent --older-than 0s > /dev/null
+            msg ledger checkpoint --key k >> cp
+            msg ledger verify --checkpoint cp --pubkey k.pub
+            """)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.lines.last?.contains(#""messages":1,"removed":4,"before_ledger":0,"checkpoints":3}"#) == true, "\(r.out) \(r.err)")
+        // A removal then deleted from the list of the removed: its leaves are no one's.
+        let gone = try s.sh("sqlite3 queue.sqlite \"DELETE FROM ledger_removed WHERE id = '\(ids[3])'\"; msg ledger verify; echo \"exit $?\"")
+        #expect(gone.lines.last == "exit 65" && gone.err.contains("message \(ids[3]) was deleted outside msg"), "\(gone.out) \(gone.err)")
+    }
+
+    /// A flush killed at any of its points leaves a ledger that verifies, and so do
+    /// the recover and flush that finish its work.
+    @Test(arguments: ["before-sending", "after-sending", "after-delivery", "after-sent"])
+    func aKilledFlushLeavesALedgerThatVerifies(point: String) throws {
+        let s = try Sandbox()
+        let made = try s.sh("seq 300 | awk '{printf \"{\\\"to\\\":\\\"u%d\\\",\\\"body\\\":\\\"m%d\\\"}\\n\", $1 % 7, $1}' | msg compose --enqueue | wc -l")
+        #expect(made.out == "300\n", "\(made.err)")
+        let r = try s.sh("""
+            MSG_FAULT=\(point):150 msg flush --batch 32 --transport stdout: > /dev/null 3>/dev/null; echo "killed $?"
+            msg ledger verify > /dev/null; echo "verify $?"
+            msg recover --stale-after 0s > /dev/null; msg flush --transport stdout: > /dev/null 3>/dev/null
+            msg ledger verify > /dev/null; echo "verify $?"; msg queue count --status sent
+            """)
+        #expect(r.lines == ["killed 137", "verify 0", "verify 0", "300"], "\(point): \(r.out) \(r.err)")
+    }
+
+    @Test func keysAreOwnersOnlyAndNeverOverwritten() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg ledger keygen --key k > /dev/null; stat -c %a k; msg ledger keygen --key k; echo "exit $?"
+            chmod 644 k; msg compose --to a --body b --enqueue > /dev/null; msg ledger checkpoint --key k; echo "exit $?"
+            """)
+        #expect(r.lines == ["600", "exit 64", "exit 78"], "\(r.out) \(r.err)")
+        #expect(r.err.contains("k exists; msg ledger keygen does not overwrite a key") && r.err.contains("can be read by others"), "\(r.err)")
+    }
+}
