@@ -2,8 +2,9 @@ import MsgKit
 import MsgSupport
 
 /// The store's ledger (schema 9; msg-ledger(1), ``LedgerStore``): the leaves of the
-/// transaction under way are gathered by the changes (``SQLiteStore/ledgerState(_:)``
-/// and the others) and written in its commit as one row of `ledger`, the run of
+/// transaction under way are gathered by its changes (``SQLiteStore/add(_:)``,
+/// ``SQLiteStore/replace(_:expected:prep:)``, ``SQLiteStore/remove(_:)``) and written
+/// in its commit (``SQLiteStore/counted(_:_:)``) as one row of `ledger`, the run of
 /// leaves numbered from `first`: one insert a commit, however many changes it holds.
 /// Each message's row lists its leaves in `ledger` (numbers, space-separated) and
 /// keeps `history_n`, how many of its history entries the ledger holds, and

@@ -49,6 +49,8 @@ public final class SQLiteStore: Store {
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
+        // The ledger's leaves hashed before the write lock is taken.
+        let preps = LedgerPrep.batch(records, stored: true)
         let stored = try guarded { () throws(MsgError) in
             try counted("storing \(records.count) messages") { () throws(MsgError) in
                 let insert = try db.statement("""
@@ -58,7 +60,6 @@ public final class SQLiteStore: Store {
                     """)
                 var results: [AddResult] = []
                 results.reserveCapacity(records.count)
-                let preps = LedgerPrep.batch(records, stored: true)
                 for (r, prep) in zip(records, preps) {
                     insert.reset()
                     let m = r.message
@@ -152,10 +153,10 @@ public final class SQLiteStore: Store {
 
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
         if changes.isEmpty { return [] }
+        let preps = LedgerPrep.batch(changes.map(\.record), stored: false)
         return try guarded { () throws(MsgError) in
             try counted("updating \(changes.count) messages") { () throws(MsgError) in
-                let preps = LedgerPrep.batch(changes.map(\.record), stored: false)
-                return try zip(changes, preps).map { (c, prep) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected, prep: prep) }
+                try zip(changes, preps).map { (c, prep) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected, prep: prep) }
             }
         }
     }

@@ -62,12 +62,17 @@ enum Salvage {
             guard !pending.isEmpty else { return }
             try new.transaction("carrying \(pending.count) readable records into the new store") { () throws(MsgError) in
                 let insert = try new.statement(insertSQL)
+                var here = 0
                 for row in pending {
                     insert.reset()
                     for (i, v) in row.enumerated() { v.bind(insert, Int32(i + 1)) }
                     try insert.run("carrying a record over")
-                    if new.changes == 1 { carried += 1 }
+                    if new.changes == 1 { here += 1 }
                 }
+                carried += here
+                // The new store's ledger begins again with them (the old one stays
+                // in the damaged file): each is covered from its next change.
+                if here > 0 { try SQLiteLedger.begin(new, count: here) }
             }
             pending.removeAll(keepingCapacity: true)
         }
