@@ -28,8 +28,17 @@ struct ExportCommand: SessionCommand {
     @Option(help: "Write to this file (atomically) and FILE.sha256.") var out: String?
     @Option(help: "Leave a field out: body.") var redact: String?
 
+    @Option(help: ArgumentHelp("With --out: FILE.proof too, each record's inclusion proof in the ledger against a checkpoint signed by this key (msg-ledger(1)).",
+                               valueName: "key"))
+    var proof: String?
+
     func validate() throws {
         if let redact, redact != "body" { throw ValidationError("--redact takes 'body'") }
+        if proof != nil {
+            if out == nil { throw ValidationError("--proof needs --out: the proof is written beside the export") }
+            if format != .ndjson { throw ValidationError("--proof needs the ndjson format: the records are proven as msg wrote them") }
+            if redact != nil { throw ValidationError("--proof proves whole records: not with --redact") }
+        }
     }
 
     func query() -> Query {
@@ -45,10 +54,13 @@ struct ExportCommand: SessionCommand {
         options.format = format
         options.out = out
         options.redactBody = redact == "body"
+        if let proof { options.proofKey = try LedgerKeys.readPrivate(proof) }
         let console = session.console
         let n = try Exporter(store: try session.store(.read), options: options, console: console)
             .run(progress: console.progress("exported", shown: console.errorIsTerminal && (out != nil || !console.outputIsTerminal)))
-        if let out { console.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256)") }
+        if let out {
+            console.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256\(proof == nil ? "" : ", proof \(out).proof"))")
+        }
         try finish(badLines > 0 ? 65 : 0)
     }
 }

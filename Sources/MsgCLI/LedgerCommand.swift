@@ -75,10 +75,14 @@ struct LedgerVerifyCommand: SessionCommand {
     var checkpoint: [String] = []
     @Option(help: ArgumentHelp("The public key the checkpoints are signed with (FILE.pub of msg ledger keygen).", valueName: "file"))
     var pubkey: String?
+    @Option(help: ArgumentHelp("Check an export (msg export --proof) by FILE.proof, with no store: against the proof's checkpoint, signed by --pubkey (and one of --checkpoint's, when given).",
+                               valueName: "file"))
+    var export: String?
 
     func validate() throws {
         if !checkpoint.isEmpty && pubkey == nil { throw ValidationError("--checkpoint needs --pubkey, the key it is signed with") }
-        if checkpoint.isEmpty && pubkey != nil { throw ValidationError("--pubkey is for --checkpoint") }
+        if export != nil && pubkey == nil { throw ValidationError("--export needs --pubkey, the key its proof's checkpoint is signed with") }
+        if checkpoint.isEmpty && export == nil && pubkey != nil { throw ValidationError("--pubkey is for --checkpoint or --export") }
     }
 
     func run(_ session: Session) throws {
@@ -99,6 +103,20 @@ struct LedgerVerifyCommand: SessionCommand {
                     checkpoints.append(c)
                 }
             }
+        }
+        if let export, let pubkey {
+            let report = try LedgerExportProof.check(export: export, proof: export + ".proof", checkpoints: checkpoint.isEmpty ? nil : checkpoints,
+                                                     publicKey: try LedgerKeys.readPublic(pubkey))
+            var w = JSONWriter()
+            w.value(.object([
+                .init("export", .string(export)), .init("messages", .number(String(report.messages))),
+                .init("leaves", .number(String(report.leaves))), .init("size", .number(String(report.checkpoint.size))),
+                .init("root", .string(report.checkpoint.root.hex)),
+            ]))
+            let out = session.console.buffer()
+            out.write(String(decoding: w.bytes, as: UTF8.self) + "\n")
+            try out.flush()
+            return
         }
         let progress = session.console.progress("checked")
         let report = try LedgerAudit(store: try ledgerStore(session)).verify(checkpoints: checkpoints, progress: progress)

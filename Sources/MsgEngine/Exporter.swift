@@ -12,6 +12,9 @@ public struct Exporter {
         public var redactBody = false
         /// Write here (atomically, with a manifest) instead of stdout.
         public var out: String?
+        /// With `out`: `out.proof` too, the records' inclusion proofs against a
+        /// checkpoint signed by this private key (``LedgerExportProof``).
+        public var proofKey: [UInt8]?
         public init() {}
     }
 
@@ -31,10 +34,28 @@ public struct Exporter {
     /// - Returns: the number of records. - Throws: store and file errors; then an
     ///   existing `--out` file and its manifest are left as they were.
     public func run(progress: Progress? = nil) throws(MsgError) -> Int {
+        guard let seed = options.proofKey, let path = options.out else {
+            var none: [String]?
+            return try export(progress, ids: &none)
+        }
+        guard let ledger = store as? any LedgerStore else {
+            throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite: store does)")
+        }
+        // The records and the ledger they are proven in, read in one snapshot.
+        return try ledger.ledgerRead { () throws(MsgError) -> Int in
+            var ids: [String]? = []
+            let count = try export(progress, ids: &ids)
+            try LedgerExportProof.write(ledger, ids: ids ?? [], seed: seed, to: path + ".proof")
+            return count
+        }
+    }
+
+    /// The export, with the ids written into `ids` when it is not nil.
+    private func export(_ progress: Progress?, ids: inout [String]?) throws(MsgError) -> Int {
         guard let path = options.out else {
             let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true,
                                             output: console.buffer(), width: nil)
-            let count = try write(formatter, progress)
+            let count = try write(formatter, progress, ids: &ids)
             try formatter.finish()
             return count
         }
@@ -45,7 +66,7 @@ public struct Exporter {
             hash.update(bytes)
             try file.write(bytes)
         }, width: nil)
-        let count = try write(formatter, progress)
+        let count = try write(formatter, progress, ids: &ids)
         try formatter.finish()
         // The file and its manifest, each replaced atomically: the data first, so a
         // manifest never describes a file that is not there.
@@ -71,7 +92,7 @@ public struct Exporter {
         return "\\\(digest)  \(escaped)\n"
     }
 
-    private func write(_ formatter: RecordFormatter, _ progress: Progress?) throws(MsgError) -> Int {
+    private func write(_ formatter: RecordFormatter, _ progress: Progress?, ids: inout [String]?) throws(MsgError) -> Int {
         var count = 0
         defer { progress?.finish() }
         if let progress, progress.isShown { progress.total = try store.count(options.query) }
@@ -79,6 +100,7 @@ public struct Exporter {
             var x = r.message
             if options.redactBody { x.body = "[redacted]" }
             try formatter.write(x)
+            ids?.append(x.id)
             count += 1
             if count & 1023 == 0 { progress?.update(count) }
             return true

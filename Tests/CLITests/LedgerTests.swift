@@ -124,6 +124,37 @@ import Testing
         #expect(r.lines == ["killed 137", "verify 0", "verify 0", "300"], "\(point): \(r.out) \(r.err)")
     }
 
+    /// An export with its proof is checked with no store: the export, FILE.proof and
+    /// the public key; a record changed or taken out of it, another key, or a
+    /// checkpoint the auditor does not hold, is named.
+    @Test func anExportIsProvenWithoutTheStore() throws {
+        let s = try Sandbox()
+        let ids = try store(s)
+        try #require(ids.count == 4)
+        let r = try s.sh("""
+            msg compose --to u6 --body six --enqueue > /dev/null
+            msg export --status failed,sent --out audit.ndjson --proof k 2> /dev/null; echo "export $?"
+            sha256sum -c audit.ndjson.sha256 > /dev/null; echo "sha $?"
+            mkdir auditor; cp audit.ndjson audit.ndjson.proof k.pub auditor/; head -1 audit.ndjson.proof > auditor/checkpoints
+            cd auditor && MSG_STORE=sqlite:/nonexistent/q.sqlite msg ledger verify --export audit.ndjson --pubkey k.pub; echo "verify $?"
+            msg ledger verify --export audit.ndjson --checkpoint checkpoints --pubkey k.pub > /dev/null; echo "held $?"
+            msg ledger verify --export audit.ndjson --checkpoint ../cp --pubkey k.pub > /dev/null; echo "not held $?"
+            cp audit.ndjson keep; sed -i 's/hello 1/hellO 1/' audit.ndjson
+            msg ledger verify --export audit.ndjson --pubkey k.pub; echo "changed $?"
+            grep -v 'hello 2' keep > audit.ndjson; msg ledger verify --export audit.ndjson --pubkey k.pub; echo "taken out $?"
+            cp keep audit.ndjson; cd .. && msg ledger keygen --key other > /dev/null
+            msg ledger verify --export auditor/audit.ndjson --pubkey other.pub; echo "other key $?"
+            """)
+        #expect(r.lines.first == "export 0" && r.lines.contains("sha 0"), "\(r.out) \(r.err)")
+        #expect(r.lines.contains { $0.hasPrefix(#"{"export":"audit.ndjson","messages":3,"leaves":9,"#) }, "\(r.out) \(r.err)")
+        #expect(Array(r.lines.suffix(6)) == ["verify 0", "held 0", "not held 65", "changed 65", "taken out 65", "other key 65"], "\(r.out) \(r.err)")
+        let errors = r.err.split(separator: "\n").map(String.init)
+        #expect(errors.contains { $0.contains("is none of the checkpoints given") }, "\(r.err)")
+        #expect(errors.contains { $0.contains("audit.ndjson:1: message \(ids[0]) is not what the ledger held at leaf") }, "\(r.err)")
+        #expect(errors.contains { $0.contains("message \(ids[1]) is proven but not in audit.ndjson") }, "\(r.err)")
+        #expect(errors.contains { $0.contains("the checkpoint's signature is not the public key's") }, "\(r.err)")
+    }
+
     @Test func keysAreOwnersOnlyAndNeverOverwritten() throws {
         let s = try Sandbox()
         let r = try s.sh("""

@@ -80,6 +80,32 @@ import Testing
         #expect(two != (try Digest.sha256(leaves[0].bytes + leaves[1].bytes)))
     }
 
+    /// Every leaf of trees of 1 to 40 leaves is proven at its place, by the paths
+    /// made in one pass, and only there.
+    @Test func inclusionProofsProveEachLeafAndNothingElse() throws {
+        for size in 1...40 {
+            let leaves = try (0..<size).map { try LedgerLeaf.began($0).hash }
+            var i = 0
+            let (root, paths) = try LedgerProof.paths(size: size, targets: Array(0..<size)) { () throws(MsgError) -> Digest in
+                defer { i += 1 }
+                return leaves[i]
+            }
+            #expect(i == size, "each leaf read once")
+            #expect(root == (try mth(leaves[...])), "size \(size)")
+            for m in 0..<size {
+                let path = try #require(paths[m])
+                #expect(try LedgerProof.proves(path, leaf: leaves[m], at: m, size: size, root: root), "leaf \(m) of \(size)")
+                if size > 1 {
+                    #expect(try !LedgerProof.proves(path, leaf: leaves[m], at: (m + 1) % size, size: size, root: root), "leaf \(m) elsewhere")
+                    #expect(try !LedgerProof.proves(path, leaf: leaves[(m + 1) % size], at: m, size: size, root: root), "another leaf at \(m)")
+                    var bent = path
+                    bent[0] = try Digest.sha256([1])
+                    #expect(try !LedgerProof.proves(bent, leaf: leaves[m], at: m, size: size, root: root), "a changed path")
+                }
+            }
+        }
+    }
+
     @Test func leavesAreReadAsWrittenAndNothingLess() throws {
         let leaves = [LedgerLeaf(kind: .state, n: 3, id: "01a2-é", hash: try Digest.sha256([1])),
                       LedgerLeaf(kind: .entry, n: 300, id: "", hash: try Digest.sha256([2])),

@@ -239,6 +239,7 @@ public enum StoreConformance {
         ageScenarios(&runner, fresh: fresh)
         floorScenarios(&runner, fresh: fresh, open: open)
         largeScenarios(&runner, fresh: fresh)
+        ledgerScenarios(&runner, fresh: fresh)
         if !runner.failures.isEmpty { throw ConformanceFailures(failures: runner.failures) }
     }
 }
