@@ -23,6 +23,7 @@ struct FlushCommand: SessionCommand {
     @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
     @OptionGroup var eventOptions: EventOptions
+    @OptionGroup var checkpoint: CheckpointOptions
     @Option(help: ArgumentHelp("With --watch: serve the queue's metrics (as msg metrics) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"),
             transform: ArgumentValue.metricsAddress)
     var metrics: MetricsAddress?
@@ -46,6 +47,7 @@ struct FlushCommand: SessionCommand {
         if try noneMatch(ids, filtered: match.isGiven, verb: "flush", badLines: badLines, session) { return }
         let events = try eventOptions.sink(session)
         defer { events?.close() }
+        let checkpointSeed = try checkpoint.key()
         var options = policy.options(statuses: [.queued])
         options.targets = ids
         options.limit = limit
@@ -66,6 +68,7 @@ struct FlushCommand: SessionCommand {
         defer { server?.stop() }
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
         if !watch { summary.reportHolds(to: session.reporter) }
+        try checkpoint.write(checkpointSeed, session)
         let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"],
                                            explicit: explicit)
         summary.reportDamaged(in: session.settings.store, to: session.reporter)

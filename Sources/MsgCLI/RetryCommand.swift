@@ -13,6 +13,7 @@ struct RetryCommand: SessionCommand {
     @OptionGroup var targets: TargetOptions
     @OptionGroup var policy: PolicyOptions
     @OptionGroup var eventOptions: EventOptions
+    @OptionGroup var checkpoint: CheckpointOptions
     @OptionGroup var match: MatchOptions
     @Option(help: ArgumentHelp("Spread the retry: at most this many messages per period for the whole run (10/s, 600/m), whatever their destinations (--rate is per destination).", valueName: "rate"),
             transform: ArgumentValue.rate)
@@ -68,6 +69,7 @@ struct RetryCommand: SessionCommand {
             try finish(badLines > 0 || !damaged.isEmpty ? 65 : 0)
             return
         }
+        let checkpointSeed = try checkpoint.key()
         var options = policy.options(statuses: [.failed])
         options.targets = ids
         options.limit = limit
@@ -81,6 +83,7 @@ struct RetryCommand: SessionCommand {
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
             .run(progress: session.console.progress("retried"))
         summary.reportHolds(to: session.reporter)
+        try checkpoint.write(checkpointSeed, session)
         let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
                                            other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"], explicit: explicit)
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
