@@ -88,7 +88,9 @@ final class SQLiteClaimSession: ClaimSession {
 
     func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
         let preps = LedgerPrep.batch(changes.map(\.record), stored: false)
-        let applied = try zip(changes, preps).map { (c, prep) throws(MsgError) -> Bool in try store.replace(c.record, expected: c.expected, prep: prep) }
+        let applied = try changes.indices.map { (i) throws(MsgError) -> Bool in
+            try store.replace(changes[i].record, expected: changes[i].expected, prep: preps[i])
+        }
         try store.writeStates(states)
         allStates = nil
         readAllStates = false

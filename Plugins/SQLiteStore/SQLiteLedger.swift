@@ -94,8 +94,10 @@ struct LedgerPrep: Sendable {
 
     init(_ r: EncodedMessage, stored: Bool) {
         print = LedgerLeaf.contentPrint(r)
-        let n = r.message.history.count
-        leaf = stored ? try? LedgerLeaf.bytes(r, entry: nil) : n > 0 ? try? LedgerLeaf.bytes(r, entry: n - 1) : []
+        // Read out of its box once (each read copies the message).
+        let m = r.message
+        let n = m.history.count
+        leaf = stored ? try? LedgerLeaf.bytes(r, m, entry: nil) : n > 0 ? try? LedgerLeaf.bytes(r, m, entry: n - 1) : []
     }
 
     /// For each of `records`, on all cores.

@@ -60,7 +60,8 @@ public final class SQLiteStore: Store {
                     """)
                 var results: [AddResult] = []
                 results.reserveCapacity(records.count)
-                for (r, prep) in zip(records, preps) {
+                for (i, r) in records.enumerated() {
+                    let prep = preps[i]
                     insert.reset()
                     let m = r.message
                     let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
@@ -156,7 +157,7 @@ public final class SQLiteStore: Store {
         let preps = LedgerPrep.batch(changes.map(\.record), stored: false)
         return try guarded { () throws(MsgError) in
             try counted("updating \(changes.count) messages") { () throws(MsgError) in
-                try zip(changes, preps).map { (c, prep) throws(MsgError) -> Bool in try replace(c.record, expected: c.expected, prep: prep) }
+                try changes.indices.map { (i) throws(MsgError) -> Bool in try replace(changes[i].record, expected: changes[i].expected, prep: preps[i]) }
             }
         }
     }

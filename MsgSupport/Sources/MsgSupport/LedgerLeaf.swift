@@ -231,13 +231,17 @@ public struct LedgerLeaf: Sendable, Equatable {
     /// The kept bytes of `r`'s leaf: its `state` for nil, else the `entry` of
     /// entry `n`.
     public static func bytes(_ r: EncodedMessage, entry n: Int?) throws(MsgError) -> [UInt8] {
+        try bytes(r, r.message, entry: n)
+    }
+
+    /// ``bytes(_:entry:)`` of `r`, whose message `m` the caller has read already.
+    public static func bytes(_ r: EncodedMessage, _ m: Message, entry n: Int?) throws(MsgError) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(80)
+        out.reserveCapacity(n == nil ? 96 : 48)
         if let n {
-            let m = r.message
             LedgerLeaf(kind: .entry, n: n, id: "", hash: try entryHash(m.id, n, m.history[n])).write(to: &out)
         } else {
-            try state(of: r).write(to: &out)
+            LedgerLeaf(kind: .state, n: m.history.count, id: m.id, hash: try stateHash(r, m, entries: m.history.count)).write(to: &out)
         }
         return out
     }
@@ -285,10 +289,10 @@ extension LedgerLeaf {
             }
             h = (h ^ last) &* 0xc4ce_b9fe_1a85_ec53
             h ^= h >> 32
-            // 32 bits: four bytes in each row (SQLite keeps an integer in as few as
-            // it needs); an edit that kept them would only be taken as an entry
+            // 32 bits, signed: four bytes in each row (SQLite keeps an integer in as
+            // few as it needs); an edit that kept them would only be taken as an entry
             // appended, and shown by the check, never lost.
-            return Int64(UInt32(truncatingIfNeeded: h))
+            return Int64(Int32(truncatingIfNeeded: h))
         }
     }
 }
