@@ -56,8 +56,8 @@ public final class LedgerAudit {
         }
     }
 
-    /// Checks the ledger against the records and `checkpoints` (each already checked
-    /// for its signature by the caller, or not, as `trusted` says).
+    /// Checks the ledger against the records and against `checkpoints` (whose
+    /// signatures the caller checked).
     public func verify(checkpoints: [LedgerCheckpoint] = [], progress: Progress? = nil) throws(MsgError) -> Report {
         try store.ledgerRead { () throws(MsgError) -> Report in
             var report = Report()
