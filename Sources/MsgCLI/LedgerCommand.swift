@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
 import ArgumentParser
 import MsgEngine
 import MsgKit
@@ -132,71 +129,5 @@ struct LedgerVerifyCommand: SessionCommand {
         let out = session.console.buffer()
         out.write(report.line + "\n")
         try out.flush()
-    }
-}
-
-/// The store, as one that keeps a ledger.
-func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
-    let store = try session.store(.read)
-    guard let ledger = store as? any LedgerStore else {
-        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: store does)")
-    }
-    return ledger
-}
-
-/// The key files of `msg ledger keygen`: one line each, `ed25519-private HEX` and `ed25519 HEX`.
-enum LedgerKeys {
-    static func privateLine(_ seed: [UInt8]) -> String { "ed25519-private \(Hex.encode(seed))\n" }
-    static func publicLine(_ key: [UInt8]) -> String { "ed25519 \(Hex.encode(key))\n" }
-
-    static func readPrivate(_ path: String) throws(MsgError) -> [UInt8] {
-        try parse(try SystemCalls.readPrivateFile(path, what: "ledger key"), prefix: "ed25519-private", path: path, what: "a private key from msg ledger keygen")
-    }
-
-    static func readPublic(_ path: String) throws(MsgError) -> [UInt8] {
-        try parse(try SystemCalls.readFile(path, code: .config, what: "public key"), prefix: "ed25519", path: path, what: "a public key (FILE.pub of msg ledger keygen)")
-    }
-
-    private static func parse(_ bytes: [UInt8], prefix: String, path: String, what: String) throws(MsgError) -> [UInt8] {
-        let words = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard words.count == 2, words[0] == prefix, let key = Hex.decode(String(words[1])), key.count == 32 else {
-            throw MsgError(.config, "\(path) is not \(what)")
-        }
-        return key
-    }
-}
-
-/// `--checkpoint-key` of `flush` and `retry`: a checkpoint of the ledger signed when
-/// the run ends, on standard error or appended to a file (msg-ledger(1)).
-struct CheckpointOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("When the run ends, sign a checkpoint of the store's ledger with this private key (msg-ledger(1)).", valueName: "key"))
-    var checkpointKey: String?
-    @Option(help: ArgumentHelp("Append the checkpoint's line to this file (default: standard error).", valueName: "file"))
-    var checkpointTo: String?
-
-    func validate() throws {
-        if checkpointTo != nil && checkpointKey == nil { throw ValidationError("--checkpoint-to needs --checkpoint-key") }
-    }
-
-    /// The key, read before the run: a key that cannot be read stops it before it sends.
-    func key() throws(MsgError) -> [UInt8]? {
-        try checkpointKey.map { (path) throws(MsgError) in try LedgerKeys.readPrivate(path) }
-    }
-
-    /// Signs and writes the checkpoint of the ledger as the run left it.
-    func write(_ seed: [UInt8]?, _ session: Session) throws(MsgError) {
-        guard let seed else { return }
-        let (size, root) = try LedgerAudit(store: try ledgerStore(session)).root()
-        let line = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed).line
-        guard let file = checkpointTo else {
-            session.console.say("checkpoint \(line)")
-            return
-        }
-        // One write of the whole line, made durable: lines appended by several runs
-        // never interleave, and one acknowledged by the exit status is on disk.
-        let fd = try SystemCalls.open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o644, code: .storeIO)
-        defer { close(fd) }
-        try SystemCalls.writeAll(fd, Array((line + "\n").utf8), code: .storeIO, what: "checkpoint file \(file)")
-        try SystemCalls.fsync(fd, code: .storeIO, what: "checkpoint file \(file)")
     }
 }

@@ -10,7 +10,10 @@ import MsgKit
 /// The hash is RFC 6962's (2.1): SHA-256 of a 0 byte and the leaf's bytes, which are
 /// `kind` (1 byte), `n` (8, big-endian), the message id's length (4, big-endian)
 /// and UTF-8 bytes, then what the change holds, each part after its length (4):
-/// - `state`: the content (``content(_:)``), then history entries `0..<n`;
+/// - `state`: the content (the text from `{` through `headers` as msg writes it, the
+///   fields msg does not know, then `created_at`, `not_before` and `expires_at` in ms,
+///   8 bytes each, -1 when unset), then the JSON array of history entries `0..<n`
+///   (``stateHash(_:_:entries:)``);
 /// - `entry`: history entry `n`;
 /// - `removed`, `began`: nothing.
 /// So a leaf fixes which message it is about and what it said of it; the check

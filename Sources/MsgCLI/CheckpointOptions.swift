@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import ArgumentParser
+import MsgEngine
+import MsgKit
+import MsgSupport
+
+/// `--checkpoint-key` of `flush` and `retry`: a checkpoint of the ledger signed when
+/// the run ends, on standard error or appended to a file (msg-ledger(1)).
+struct CheckpointOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("When the run ends, sign a checkpoint of the store's ledger with this private key (msg-ledger(1)).", valueName: "key"))
+    var checkpointKey: String?
+    @Option(help: ArgumentHelp("Append the checkpoint's line to this file (default: standard error).", valueName: "file"))
+    var checkpointTo: String?
+
+    func validate() throws {
+        if checkpointTo != nil && checkpointKey == nil { throw ValidationError("--checkpoint-to needs --checkpoint-key") }
+    }
+
+    /// The key, read before the run: a key that cannot be read stops it before it sends.
+    func key() throws(MsgError) -> [UInt8]? {
+        try checkpointKey.map { (path) throws(MsgError) in try LedgerKeys.readPrivate(path) }
+    }
+
+    /// Signs and writes the checkpoint of the ledger as the run left it.
+    func write(_ seed: [UInt8]?, _ session: Session) throws(MsgError) {
+        guard let seed else { return }
+        let (size, root) = try LedgerAudit(store: try ledgerStore(session)).root()
+        let line = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed).line
+        guard let file = checkpointTo else {
+            session.console.say("checkpoint \(line)")
+            return
+        }
+        // One write of the whole line, made durable: lines appended by several runs
+        // never interleave, and one acknowledged by the exit status is on disk.
+        let fd = try SystemCalls.open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o644, code: .storeIO)
+        defer { close(fd) }
+        try SystemCalls.writeAll(fd, Array((line + "\n").utf8), code: .storeIO, what: "checkpoint file \(file)")
+        try SystemCalls.fsync(fd, code: .storeIO, what: "checkpoint file \(file)")
+    }
+}
