@@ -172,6 +172,39 @@ import Testing
         #expect(r.lines.first?.contains(#""messages":800,"removed":0,"before_ledger":0"#) == true, "\(r.out)")
     }
 
+    /// Every command that changes messages leaves a ledger that verifies, and each
+    /// grows it (it did change something): a failure, a dead message, hold, release,
+    /// an edit of the body and of the recipient, retry, a redrive, a receipt, a
+    /// killed flush and its recovery, a removal and a purge.
+    @Test func everyCommandThatChangesMessagesKeepsTheLedgerWhole() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            v() { size=$(msg ledger verify 2> v.err | sed 's/.*"size":\\([0-9]*\\).*/\\1/'); echo "$1 ${size:-failed}"; head -1 v.err; }
+            id() { msg queue ls --to "$1" | cut -c8-43; }
+            for i in 1 2 3 4 5 6; do msg compose --to u$i --body "b$i" --enqueue > /dev/null; done; v added
+            msg flush --transport 'stdout:?fail=1&error=remote' --to u1 > /dev/null 2>&1; v failed
+            msg flush --transport 'stdout:?fail=1&error=rejected' --to u2 > /dev/null 2>&1; v dead
+            msg queue hold --to u3 > /dev/null 2>&1; v held
+            msg queue release --to u3 > /dev/null 2>&1; v released
+            msg queue edit $(id u4) --body edited > /dev/null 2>&1; v edited
+            msg queue edit $(id u4) --to u44 > /dev/null 2>&1; v retargeted
+            msg retry --now --transport stdout: > /dev/null 2>&1 3>/dev/null; v retried
+            msg retry --dead > /dev/null 2>&1; v redriven
+            msg flush --transport stdout: > /dev/null 2>&1 3>/dev/null; v flushed
+            msg queue mark --status delivered $(id u5) > /dev/null 2>&1; v marked
+            msg compose --to u7 --body x --enqueue > /dev/null; MSG_FAULT=after-sending:1 msg flush --transport stdout: > /dev/null 2>&1; v killed
+            msg recover --stale-after 0s --transport stdout: > /dev/null 2>&1 3>/dev/null; v recovered
+            msg queue rm $(id u6) > /dev/null 2>&1; v removed
+            msg queue purge --status sent,delivered,dead --older-than 0s > /dev/null 2>&1; v purged
+            msg queue ls --history --to u44 | grep -c '"event":"edited"'
+            """)
+        let steps = r.lines.dropLast()
+        let sizes = steps.compactMap { Int($0.split(separator: " ").last ?? "") }
+        #expect(sizes.count == 15 && steps.count == 15, "every step verifies: \(r.out) \(r.err)")
+        #expect(zip(sizes, sizes.dropFirst()).allSatisfy { $0 < $1 }, "every step wrote leaves: \(r.out)")
+        #expect(r.lines.last == "0", "u44 was sent and purged with its edits: \(r.out)")
+    }
+
     @Test func keysAreOwnersOnlyAndNeverOverwritten() throws {
         let s = try Sandbox()
         let r = try s.sh("""
