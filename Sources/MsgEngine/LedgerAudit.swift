@@ -262,12 +262,16 @@ struct Bits {
 }
 
 /// The runs of leaves last looked up, read whole: a message's leaves sit near the
-/// others' of its time, so most lookups find their run here.
+/// others' of its time, so most lookups find their run here. Bounded by leaves, not
+/// runs: a run holds one commit's leaves, up to tens of thousands.
 struct RunCache {
     let store: any LedgerStore
     private var runs: [Int: [LedgerLeaf]] = [:]
     private var order: [Int] = []
     private var last: (first: Int, leaves: [LedgerLeaf])?
+    /// The leaves in `runs`.
+    private var held = 0
+    private static let most = 65_536
 
     init(store: any LedgerStore) { self.store = store }
 
@@ -296,10 +300,14 @@ struct RunCache {
             return true
         }
         guard whole else { throw MsgError(.badInput, "ledger: leaf \(first + leaves.count) cannot be read: the log was changed outside msg") }
-        if runs.count >= 1024 {
+        // At most about 64,000 leaves kept (some 6 MB): a message's leaves sit in the
+        // runs of its own commits, read in the order of the messages.
+        if held + leaves.count > Self.most {
             runs = [:]
             order = []
+            held = 0
         }
+        held += leaves.count
         runs[first] = leaves
         var at = order.count
         while at > 0 && order[at - 1] > first { at -= 1 }
