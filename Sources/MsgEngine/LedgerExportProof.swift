@@ -1,29 +1,41 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import MsgKit
 import MsgSupport
 
 /// `msg export --proof KEY` and `msg ledger verify --export` (msg-ledger(1)): beside
 /// an export, `FILE.proof` holds a signed checkpoint of the ledger as the export
-/// read it, then a line per exported message with the inclusion proof (RFC 6962)
-/// of each leaf its record as exported stands on (its last `state`, the entries
-/// after it). An auditor checks it with the export, the proof and the public key
-/// alone: each record hashes to its leaves, each leaf is in the signed tree.
+/// read it; then a line per exported message with the leaves its record as
+/// exported stands on (its last `state`, the entries after it: place, kind, number,
+/// hash); then one line with the hashes of the subtrees beside them, each once
+/// (``LedgerProof/multiproof(size:targets:next:)``). An auditor checks it with the
+/// export, the proof and the public key alone: each record hashes to its leaves,
+/// and the leaves with those subtrees hash to the signed root.
 public enum LedgerExportProof {
-    /// The leaves of the messages `ids` the proof stands on, from their lists; and
-    /// the size of the log, all read in the caller's snapshot (``LedgerStore/ledgerRead(_:)``).
-    static func leaves(_ store: any LedgerStore, ids: Set<String>) throws(MsgError) -> (size: Int, leaves: [String: [(at: Int, leaf: LedgerLeaf)]]) {
+    /// One leaf a message stands on.
+    struct Stand: Sendable {
+        var at: Int
+        var kind: LedgerLeaf.Kind
+        var n: Int
+    }
+
+    /// The leaves the messages `ids` stand on, from their lists, and the size of the
+    /// log, all read in the caller's snapshot (``LedgerStore/ledgerRead(_:)``).
+    static func stands(_ store: any LedgerStore, ids: Set<String>) throws(MsgError) -> (size: Int, stands: [String: [Stand]]) {
         let size = try store.ledgerSize()
         var runs = RunCache(store: store)
-        var out: [String: [(at: Int, leaf: LedgerLeaf)]] = [:]
+        var out: [String: [Stand]] = [:]
         try store.ledgerMessages { (record, id, list) throws(MsgError) -> Bool in
             guard record != nil, ids.contains(id) else { return true }
             guard let list, !list.isEmpty else {
                 throw MsgError(.badInput, "message \(id) is in no ledger yet (stored before it began, unchanged since): it cannot be proven")
             }
-            var mine: [(at: Int, leaf: LedgerLeaf)] = []
+            var mine: [Stand] = []
             for at in list {
                 guard let leaf = try runs.leaf(at) else { throw MsgError(.badInput, "ledger: leaf \(at) of message \(id) cannot be read") }
                 if leaf.kind == .state { mine = [] }
-                mine.append((at, leaf))
+                mine.append(Stand(at: at, kind: leaf.kind, n: leaf.n))
             }
             out[id] = mine
             return true
@@ -34,11 +46,12 @@ public enum LedgerExportProof {
     /// Writes `FILE.proof` for the messages `ids` (as exported, in order), signed by
     /// `seed`, in the caller's snapshot.
     static func write(_ store: any LedgerStore, ids: [String], seed: [UInt8], to path: String) throws(MsgError) {
-        let (size, leaves) = try Self.leaves(store, ids: Set(ids))
+        let (size, stands) = try Self.stands(store, ids: Set(ids))
+        let targets = Array(Set(stands.values.flatMap { $0.map(\.at) })).sorted()
         // The leaves' hashes, run by run, as the tree is walked.
         var run: (first: Int, leaves: [LedgerLeaf]) = (0, [])
         var i = 0
-        let (root, paths) = try LedgerProof.paths(size: size, targets: leaves.values.flatMap { $0.map(\.at) }) { () throws(MsgError) -> Digest in
+        let (root, nodes, hashes) = try LedgerProof.multiproof(size: size, targets: targets) { () throws(MsgError) -> Digest in
             defer { i += 1 }
             if i >= run.first + run.leaves.count {
                 guard let (first, bytes) = try store.ledgerRun(holding: i) else { throw MsgError(.storeIO, "ledger: leaf \(i) is missing") }
@@ -56,22 +69,28 @@ public enum LedgerExportProof {
             return run.leaves[i - run.first].hash
         }
         let checkpoint = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed)
-        var text = checkpoint.line + "\n"
+        let file = try AtomicFile(replacing: path, code: .storeIO)
+        try file.write(Array((checkpoint.line + "\n").utf8))
         for id in ids {
-            guard let mine = leaves[id] else { continue }
+            guard let mine = stands[id] else { continue }
             var w = JSONWriter()
             w.value(.object([
                 .init("id", .string(id)),
-                .init("leaves", .array(mine.map { (at, leaf) in
+                .init("leaves", .array(mine.map { s in
                     .object([
-                        .init("at", .number(String(at))), .init("kind", .string(leaf.kind == .state ? "state" : "entry")),
-                        .init("n", .number(String(leaf.n))), .init("path", .array((paths[at] ?? []).map { .string($0.hex) })),
+                        .init("at", .number(String(s.at))), .init("kind", .string(s.kind == .state ? "state" : "entry")),
+                        .init("n", .number(String(s.n))), .init("hash", .string(hashes[s.at]?.hex ?? "")),
                     ])
                 })),
             ]))
-            text += String(decoding: w.bytes, as: UTF8.self) + "\n"
+            w.raw("\n")
+            try file.write(w.bytes)
         }
-        try SystemCalls.replaceAtomically(path, with: Array(text.utf8), mode: 0o600, code: .storeIO)
+        var w = JSONWriter()
+        w.value(.object([.init("nodes", .array(nodes.map { .array([.number(String($0.lo)), .number(String($0.hi)), .string($0.hash.hex)]) }))]))
+        w.raw("\n")
+        try file.write(w.bytes)
+        try file.commit()
     }
 
     /// What the check of an export found.
@@ -81,52 +100,94 @@ public enum LedgerExportProof {
         public var leaves = 0
     }
 
+    /// The lines of a file, read as they are needed.
+    struct FileLines {
+        private var reader: NDJSONReader
+        private var batch: [NDJSONReader.Line] = []
+        private var at = 0
+        private let fd: Int32
+        let path: String
+
+        init(_ path: String) throws(MsgError) {
+            fd = try SystemCalls.open(path, O_RDONLY | O_CLOEXEC, code: .badInput)
+            reader = NDJSONReader(fd: fd, maxLineLength: RecordLimits.maxRecordBytes * 2)
+            self.path = path
+        }
+
+        func close() { _ = Glibc.close(fd) }
+
+        /// The next line that is not empty, with its number; nil at the end.
+        mutating func next() throws(MsgError) -> (number: Int, bytes: [UInt8])? {
+            while true {
+                if at == batch.count {
+                    guard let lines = try reader.nextBatch() else { return nil }
+                    batch = lines
+                    at = 0
+                    continue
+                }
+                let line = batch[at]
+                at += 1
+                switch line.bytes {
+                case .success(let b): if !b.isEmpty { return (line.number, b) }
+                case .failure(let e): throw MsgError(.badInput, "\(path):\(line.number): \(e.message)")
+                }
+            }
+        }
+    }
+
     /// Checks `export` (ndjson, as `msg export` wrote it) against `proof`, whose
-    /// checkpoint must be signed by `publicKey` and, when given, be one of `checkpoints`.
+    /// checkpoint must be signed by `publicKey` and, when given, be one of
+    /// `checkpoints`: the two files are read side by side, a record and its proof
+    /// at a time, keeping only the leaves' hashes for the root.
     /// - Throws: `badInput` naming the first record or proof line that does not hold.
     public static func check(export: String, proof: String, checkpoints: [LedgerCheckpoint]?, publicKey: [UInt8]) throws(MsgError) -> Report {
-        let proofLines = String(decoding: try SystemCalls.readFile(proof, code: .badInput, what: "proof"), as: UTF8.self)
-            .split(separator: "\n").map(String.init)
-        guard let first = proofLines.first else { throw MsgError(.badInput, "\(proof) is empty: not a proof of msg export") }
-        let checkpoint = try LedgerCheckpoint(line: first, where: "\(proof):1")
+        var proofs = try FileLines(proof)
+        defer { proofs.close() }
+        var records = try FileLines(export)
+        defer { records.close() }
+        guard let first = try proofs.next() else { throw MsgError(.badInput, "\(proof) is empty: not a proof of msg export") }
+        let checkpoint = try LedgerCheckpoint(line: String(decoding: first.bytes, as: UTF8.self), where: "\(proof):\(first.number)")
         guard try checkpoint.isSigned(by: publicKey) else {
             throw MsgError(.badInput, "\(proof):1: the checkpoint's signature is not the public key's: it is forged or was changed")
         }
         if let checkpoints, !checkpoints.contains(where: { $0.size == checkpoint.size && $0.root == checkpoint.root }) {
             throw MsgError(.badInput, "\(proof):1: the proof's checkpoint (size \(checkpoint.size), root \(checkpoint.root.hex)) is none of the checkpoints given")
         }
-        var proven: [String: (line: Int, leaves: [(at: Int, kind: String, n: Int, path: [Digest])])] = [:]
-        for (i, line) in proofLines.enumerated().dropFirst() {
-            let place = "\(proof):\(i + 1)"
-            let v: JSONValue
-            do throws(JSONParser.Failure) { v = try JSONParser.parse(line) } catch { throw MsgError(.badInput, "\(place): \(error)") }
-            guard case .string(let id)? = v["id"], case .array(let items)? = v["leaves"] else { throw MsgError(.badInput, "\(place): not a message's proof") }
-            var leaves: [(at: Int, kind: String, n: Int, path: [Digest])] = []
+        func parse(_ line: (number: Int, bytes: [UInt8])) throws(MsgError) -> JSONValue {
+            do throws(JSONParser.Failure) { return try JSONParser.parse(line.bytes) } catch { throw MsgError(.badInput, "\(proof):\(line.number): \(error)") }
+        }
+        var hashes: [Int: Digest] = [:]
+        var report = Report(checkpoint: checkpoint)
+        var nodesLine: (number: Int, value: JSONValue)?
+        while let line = try records.next() {
+            let place = "\(export):\(line.number)"
+            let m = try line.bytes.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
+            guard let p = try proofs.next() else { throw MsgError(.badInput, "\(place): message \(m.id) has no proof in \(proof)") }
+            let v = try parse(p)
+            if v["nodes"] != nil { throw MsgError(.badInput, "\(place): message \(m.id) has no proof in \(proof)") }
+            guard case .string(let id)? = v["id"], case .array(let items)? = v["leaves"] else {
+                throw MsgError(.badInput, "\(proof):\(p.number): not a message's proof")
+            }
+            guard id == m.id else {
+                throw MsgError(.badInput, "\(proof):\(p.number): message \(id) is proven but not in \(export) where it would be (line \(line.number) is message \(m.id)): "
+                    + "it was taken out of the export, or the export changed")
+            }
+            var leaves: [(at: Int, kind: String, n: Int, hash: Digest)] = []
             for item in items {
                 guard case .number(let atText)? = item["at"], let at = Int(atText), case .string(let kind)? = item["kind"],
-                      case .number(let nText)? = item["n"], let n = Int(nText), case .array(let hexes)? = item["path"] else {
-                    throw MsgError(.badInput, "\(place): a leaf of message \(id) is not one")
+                      case .number(let nText)? = item["n"], let n = Int(nText), let hash = item["hash"]?.stringValue.flatMap(Digest.init(hex:)) else {
+                    throw MsgError(.badInput, "\(proof):\(p.number): a leaf of message \(id) is not one")
                 }
-                let path = hexes.compactMap { $0.stringValue.flatMap(Digest.init(hex:)) }
-                guard path.count == hexes.count else { throw MsgError(.badInput, "\(place): a path of message \(id) is not hashes") }
-                leaves.append((at, kind, n, path))
+                if let seen = hashes[at], seen != hash { throw MsgError(.badInput, "\(proof):\(p.number): leaf \(at) is given two hashes") }
+                hashes[at] = hash
+                leaves.append((at, kind, n, hash))
             }
-            proven[id] = (i + 1, leaves)
-        }
-        var report = Report(checkpoint: checkpoint)
-        let bytes = try SystemCalls.readFile(export, code: .badInput, what: "export")
-        var number = 0
-        for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-            number += 1
-            let place = "\(export):\(number)"
-            let m = try Array(line).withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
             let r = EncodedMessage(m)
-            guard let mine = proven.removeValue(forKey: m.id) else { throw MsgError(.badInput, "\(place): message \(m.id) has no proof in \(proof)") }
-            guard let state = mine.leaves.first, state.kind == "state", state.n <= m.history.count else {
+            guard let state = leaves.first, state.kind == "state", state.n <= m.history.count else {
                 throw MsgError(.badInput, "\(place): message \(m.id): its proof does not begin with its state")
             }
             var next = state.n
-            for (k, leaf) in mine.leaves.enumerated() {
+            for (k, leaf) in leaves.enumerated() {
                 let hash: Digest
                 if k == 0 {
                     hash = try LedgerLeaf.stateHash(r, m, entries: leaf.n)
@@ -137,9 +198,8 @@ public enum LedgerExportProof {
                     hash = try LedgerLeaf.entryHash(m.id, leaf.n, m.history[leaf.n])
                     next += 1
                 }
-                guard try LedgerProof.proves(leaf.path, leaf: hash, at: leaf.at, size: checkpoint.size, root: checkpoint.root) else {
-                    throw MsgError(.badInput, "\(place): message \(m.id) is not what the ledger held at leaf \(leaf.at) (\(leaf.kind) \(leaf.n)): "
-                        + "the record was changed, or its proof")
+                guard hash == leaf.hash else {
+                    throw MsgError(.badInput, "\(place): message \(m.id) is not what the ledger held at leaf \(leaf.at) (\(leaf.kind) \(leaf.n))")
                 }
                 report.leaves += 1
             }
@@ -148,8 +208,29 @@ public enum LedgerExportProof {
             }
             report.messages += 1
         }
-        if let (id, left) = proven.min(by: { $0.value.line < $1.value.line }) {
-            throw MsgError(.badInput, "\(proof):\(left.line): message \(id) is proven but not in \(export): it was taken out of the export")
+        if nodesLine == nil, let p = try proofs.next() {
+            let v = try parse(p)
+            if v["nodes"] == nil {
+                let id = v["id"]?.stringValue ?? "?"
+                throw MsgError(.badInput, "\(proof):\(p.number): message \(id) is proven but not in \(export): it was taken out of the export")
+            }
+            nodesLine = (p.number, v)
+        }
+        guard let (number, value) = nodesLine, case .array(let items)? = value["nodes"] else {
+            throw MsgError(.badInput, "\(proof): the subtrees are missing: the proof was cut")
+        }
+        if let extra = try proofs.next() { throw MsgError(.badInput, "\(proof):\(extra.number): a line after the subtrees") }
+        var nodes: [LedgerProof.Node] = []
+        for item in items {
+            guard case .array(let v) = item, v.count == 3, case .number(let lo) = v[0], case .number(let hi) = v[1],
+                  let l = Int(lo), let h = Int(hi), let hash = v[2].stringValue.flatMap(Digest.init(hex:)) else {
+                throw MsgError(.badInput, "\(proof):\(number): a subtree is not one")
+            }
+            nodes.append(LedgerProof.Node(lo: l, hi: h, hash: hash))
+        }
+        // Every record is its leaves: now the leaves must be the signed tree's.
+        guard try LedgerProof.root(size: checkpoint.size, leaves: hashes, nodes: nodes) == checkpoint.root else {
+            throw MsgError(.badInput, "\(proof): its leaves and subtrees do not hash to the checkpoint's root: the proof was changed")
         }
         return report
     }

@@ -144,17 +144,21 @@ import Testing
             cp audit.ndjson keep; sed -i 's/hello 1/hellO 1/' audit.ndjson
             msg ledger verify --export audit.ndjson --pubkey k.pub; echo "changed $?"
             grep -v 'hello 2' keep > audit.ndjson; msg ledger verify --export audit.ndjson --pubkey k.pub; echo "taken out $?"
-            cp keep audit.ndjson; cd .. && msg ledger keygen --key other > /dev/null
+            cp keep audit.ndjson; cp audit.ndjson.proof proof.keep
+            python3 -c 'import sys; l = open("audit.ndjson.proof").read().split("\\n"); h = l[-2].index(",\\"") + 2; c = l[-2][h]; l[-2] = l[-2][:h] + ("0" if c != "0" else "1") + l[-2][h + 1:]; open("audit.ndjson.proof", "w").write("\\n".join(l))'
+            msg ledger verify --export audit.ndjson --pubkey k.pub; echo "subtree $?"; cp proof.keep audit.ndjson.proof
+            cd .. && msg ledger keygen --key other > /dev/null
             msg ledger verify --export auditor/audit.ndjson --pubkey other.pub; echo "other key $?"
             """)
         #expect(r.lines.first == "export 0" && r.lines.contains("sha 0"), "\(r.out) \(r.err)")
         #expect(r.lines.contains { $0.hasPrefix(#"{"export":"audit.ndjson","messages":3,"leaves":9,"#) }, "\(r.out) \(r.err)")
-        #expect(Array(r.lines.suffix(6)) == ["verify 0", "held 0", "not held 65", "changed 65", "taken out 65", "other key 65"], "\(r.out) \(r.err)")
+        #expect(Array(r.lines.suffix(7)) == ["verify 0", "held 0", "not held 65", "changed 65", "taken out 65", "subtree 65", "other key 65"], "\(r.out) \(r.err)")
         let errors = r.err.split(separator: "\n").map(String.init)
         #expect(errors.contains { $0.contains("is none of the checkpoints given") }, "\(r.err)")
         #expect(errors.contains { $0.contains("audit.ndjson:1: message \(ids[0]) is not what the ledger held at leaf") }, "\(r.err)")
         #expect(errors.contains { $0.contains("message \(ids[1]) is proven but not in audit.ndjson") }, "\(r.err)")
         #expect(errors.contains { $0.contains("the checkpoint's signature is not the public key's") }, "\(r.err)")
+        #expect(errors.contains { $0.contains("do not hash to the checkpoint's root: the proof was changed") }, "\(r.err)")
     }
 
     /// Two flushes and a writer at once: the store's writers take turns, so the leaves

@@ -80,28 +80,34 @@ import Testing
         #expect(two != (try Digest.sha256(leaves[0].bytes + leaves[1].bytes)))
     }
 
-    /// Every leaf of trees of 1 to 40 leaves is proven at its place, by the paths
-    /// made in one pass, and only there.
-    @Test func inclusionProofsProveEachLeafAndNothingElse() throws {
+    /// Any set of leaves of trees of 1 to 40 leaves is proven by the subtrees made
+    /// in one pass beside their ways up: the root comes out again, and a changed
+    /// leaf, a missing subtree or one given for a place a proven leaf is in does not.
+    @Test func multiproofsProveTheirLeavesAndNothingElse() throws {
         for size in 1...40 {
             let leaves = try (0..<size).map { try LedgerLeaf.began($0).hash }
-            var i = 0
-            let (root, paths) = try LedgerProof.paths(size: size, targets: Array(0..<size)) { () throws(MsgError) -> Digest in
-                defer { i += 1 }
-                return leaves[i]
-            }
-            #expect(i == size, "each leaf read once")
-            #expect(root == (try mth(leaves[...])), "size \(size)")
-            for m in 0..<size {
-                let path = try #require(paths[m])
-                #expect(try LedgerProof.proves(path, leaf: leaves[m], at: m, size: size, root: root), "leaf \(m) of \(size)")
-                if size > 1 {
-                    #expect(try !LedgerProof.proves(path, leaf: leaves[m], at: (m + 1) % size, size: size, root: root), "leaf \(m) elsewhere")
-                    #expect(try !LedgerProof.proves(path, leaf: leaves[(m + 1) % size], at: m, size: size, root: root), "another leaf at \(m)")
-                    var bent = path
-                    bent[0] = try Digest.sha256([1])
-                    #expect(try !LedgerProof.proves(bent, leaf: leaves[m], at: m, size: size, root: root), "a changed path")
+            let sets = [[0], [size - 1], Array(0..<size), Array(stride(from: 0, to: size, by: 3)), [size / 2, size - 1], []]
+            for targets in sets {
+                var i = 0
+                let (root, nodes, hashes) = try LedgerProof.multiproof(size: size, targets: targets) { () throws(MsgError) -> Digest in
+                    defer { i += 1 }
+                    return leaves[i]
                 }
+                #expect(i == size, "each leaf read once")
+                #expect(root == (try mth(leaves[...])), "size \(size)")
+                #expect(Set(hashes.keys) == Set(targets) && targets.allSatisfy { hashes[$0] == leaves[$0] })
+                #expect(try LedgerProof.root(size: size, leaves: hashes, nodes: nodes) == root, "size \(size), \(targets)")
+                guard let t = targets.first else { continue }
+                var bent = hashes
+                bent[t] = try Digest.sha256([1])
+                #expect(try LedgerProof.root(size: size, leaves: bent, nodes: nodes) != root, "a changed leaf, size \(size)")
+                if !nodes.isEmpty {
+                    #expect(try LedgerProof.root(size: size, leaves: hashes, nodes: Array(nodes.dropFirst())) == nil, "a missing subtree")
+                }
+                // A subtree given where a proven leaf lies is not taken for its leaves.
+                var cover = nodes
+                cover.append(LedgerProof.Node(lo: 0, hi: size, hash: root))
+                #expect(try LedgerProof.root(size: size, leaves: bent, nodes: cover) != root, "the whole tree given, size \(size)")
             }
         }
     }

@@ -1,64 +1,83 @@
 import MsgKit
 
-/// Inclusion proofs of RFC 6962 (2.1.1, checked as RFC 9162 2.1.3.2 does): that a
-/// leaf is at its place in a tree of a given size and root, from the hashes of the
-/// subtrees beside its way up, without the other leaves.
-public enum LedgerProof {
-    /// The audit paths of the leaves at `targets` in the tree of `size` leaves whose
-    /// hashes `next` gives in order (each once): every node hashed once, memory for
-    /// the paths and one node a level. Returns the root too.
-    public static func paths(size: Int, targets: [Int], next: () throws(MsgError) -> Digest) throws(MsgError) -> (root: Digest, paths: [Int: [Digest]]) {
-        let wanted = Array(Set(targets.filter { $0 >= 0 && $0 < size })).sorted()
-        var paths: [Int: [Digest]] = [:]
-        for t in wanted { paths[t] = [] }
-        guard size > 0 else { return (try Digest.sha256([]), paths) }
-        /// The targets in `lo..<hi`, as a range of `wanted`.
-        func within(_ lo: Int, _ hi: Int) -> Range<Int> {
-            func first(atLeast v: Int) -> Int {
-                var a = 0, b = wanted.count
-                while a < b {
-                    let mid = (a + b) / 2
-                    if wanted[mid] < v { a = mid + 1 } else { b = mid }
-                }
-                return a
-            }
-            return first(atLeast: lo)..<first(atLeast: hi)
+/// Inclusion proofs of RFC 6962 (2.1.1) for many leaves at once: the hashes of the
+/// subtrees beside the leaves' ways up to the root, each once, from which the root
+/// is computed again with the leaves' own hashes, without the other leaves.
+public enum LedgerProof {}
+
+extension LedgerProof {
+    /// A subtree of the tree: leaves `lo..<hi`, and its hash.
+    public struct Node: Sendable, Equatable {
+        public var lo: Int
+        public var hi: Int
+        public var hash: Digest
+        public init(lo: Int, hi: Int, hash: Digest) {
+            self.lo = lo
+            self.hi = hi
+            self.hash = hash
         }
-        func walk(_ lo: Int, _ hi: Int) throws(MsgError) -> Digest {
-            if hi - lo == 1 { return try next() }
-            var k = 1
-            while k * 2 < hi - lo { k *= 2 }
-            let left = try walk(lo, lo + k)
-            let right = try walk(lo + k, hi)
-            for i in within(lo, lo + k) { paths[wanted[i]]!.append(right) }
-            for i in within(lo + k, hi) { paths[wanted[i]]!.append(left) }
-            return try LedgerTree.node(left, right)
-        }
-        return (try walk(0, size), paths)
     }
 
-    /// Whether `path` proves the leaf `hash` at `index` in the tree of `size` leaves
-    /// with `root` (RFC 9162 2.1.3.2).
-    public static func proves(_ path: [Digest], leaf hash: Digest, at index: Int, size: Int, root: Digest) throws(MsgError) -> Bool {
-        guard index >= 0, index < size else { return false }
-        var fn = index, sn = size - 1
-        var r = hash
-        for p in path {
-            if sn == 0 { return false }
-            if fn & 1 == 1 || fn == sn {
-                r = try LedgerTree.node(p, r)
-                if fn & 1 == 0 {
-                    while fn & 1 == 0 && fn != 0 {
-                        fn >>= 1
-                        sn >>= 1
-                    }
+    /// What proves the leaves at `targets` (sorted, distinct) all at once in the tree
+    /// of `size` leaves whose hashes `next` gives in order: the hashes of the largest
+    /// subtrees holding none of them beside the ways up from them, each once (the
+    /// leaves of a dense export share most of their way), and the targets' own hashes.
+    public static func multiproof(size: Int, targets: [Int], next: () throws(MsgError) -> Digest) throws(MsgError)
+        -> (root: Digest, nodes: [Node], leaves: [Int: Digest]) {
+        var nodes: [Node] = []
+        var leaves: [Int: Digest] = [:]
+        guard size > 0 else { return (try Digest.sha256([]), [], [:]) }
+        var t = 0 // the next target at or after the walk
+        /// The subtree's hash, and whether it holds a target.
+        func walk(_ lo: Int, _ hi: Int) throws(MsgError) -> (Digest, Bool) {
+            if hi - lo == 1 {
+                let h = try next()
+                let hit = t < targets.count && targets[t] == lo
+                if hit {
+                    leaves[lo] = h
+                    t += 1
                 }
-            } else {
-                r = try LedgerTree.node(r, p)
+                return (h, hit)
             }
-            fn >>= 1
-            sn >>= 1
+            var k = 1
+            while k * 2 < hi - lo { k *= 2 }
+            let (left, l) = try walk(lo, lo + k)
+            let (right, r) = try walk(lo + k, hi)
+            if l && !r { nodes.append(Node(lo: lo + k, hi: hi, hash: right)) }
+            if r && !l { nodes.append(Node(lo: lo, hi: lo + k, hash: left)) }
+            return (try LedgerTree.node(left, right), l || r)
         }
-        return sn == 0 && r == root
+        let (root, any) = try walk(0, size)
+        if !any { nodes.append(Node(lo: 0, hi: size, hash: root)) }
+        return (root, nodes, leaves)
+    }
+
+    /// The root of the tree of `size` leaves made from the hashes of the leaves
+    /// proven (`leaves`) and of the subtrees beside them (`nodes`); nil when they do
+    /// not make one: a subtree with a proven leaf in it is always computed from its
+    /// leaves, never taken as given.
+    public static func root(size: Int, leaves: [Int: Digest], nodes: [Node]) throws(MsgError) -> Digest? {
+        let proven = leaves.keys.sorted()
+        var given: [Int: [Int: Digest]] = [:]
+        for n in nodes { given[n.lo, default: [:]][n.hi] = n.hash }
+        /// Whether a proven leaf lies in `lo..<hi`.
+        func holds(_ lo: Int, _ hi: Int) -> Bool {
+            var a = 0, b = proven.count
+            while a < b {
+                let mid = (a + b) / 2
+                if proven[mid] < lo { a = mid + 1 } else { b = mid }
+            }
+            return a < proven.count && proven[a] < hi
+        }
+        func hash(_ lo: Int, _ hi: Int) throws(MsgError) -> Digest? {
+            guard holds(lo, hi) else { return given[lo]?[hi] }
+            if hi - lo == 1 { return leaves[lo] }
+            var k = 1
+            while k * 2 < hi - lo { k *= 2 }
+            guard let l = try hash(lo, lo + k), let r = try hash(lo + k, hi) else { return nil }
+            return try LedgerTree.node(l, r)
+        }
+        guard size > 0, proven.allSatisfy({ $0 >= 0 && $0 < size }) else { return nil }
+        return try hash(0, size)
     }
 }
