@@ -113,23 +113,22 @@ import Testing
             mkdir healthy; cp \(file) healthy/
             """)
         #expect(made.lines == ["60000"], "\(made.err)")
-        // In a SQLite store, among the pages of the records themselves (the ledger's
-        // are spread among them, and only `msg ledger verify` reads those).
-        let place = store == "sqlite"
-            ? { (part: String) in "$(sqlite3 \(file) \"SELECT (pageno - 1) * 16384 FROM dbstat WHERE name = 'messages' ORDER BY pageno LIMIT 1 OFFSET (SELECT count(*) * \(part) FROM dbstat WHERE name = 'messages')\")" }
-            : { (part: String) in "$((size * \(part)))" }
-        for (where_, offset) in [("start", place("1 / 10")), ("middle", place("1 / 2")), ("end", place("9 / 10"))] {
+        // In a SQLite store, from the first page there that is not the ledger's: the
+        // ledger's runs are spread among the records, and only `msg ledger verify`
+        // reads them (LedgerTests carry a salvaged store).
+        for (where_, offset) in [("start", "size / 10"), ("middle", "size / 2"), ("end", "size - size / 10")] {
             for readerFirst in [true, false] {
                 let r = try s.sh("""
                     export MSG_STORE='\(url)'
                     rm -f \(file)*; cp healthy/\(file) .
                     size=$(stat -c %s \(file))
-                    head -c 204800 /dev/urandom | dd of=\(file) bs=1 seek=\(offset) conv=notrunc status=none
+                    at=$((\(offset)))
+                    \(store == "sqlite" ? "at=$(sqlite3 \(file) \"SELECT coalesce(min(pageno) - 1, $at / 16384) * 16384 FROM dbstat WHERE pageno > $at / 16384 AND name NOT IN ('ledger', 'ledger_removed')\")" : "")
+                    head -c 204800 /dev/urandom | dd of=\(file) bs=1 seek=$at conv=notrunc status=none
                     \(readerFirst ? "msg queue ls > /dev/null; echo \"ls $?\"; msg queue count > /dev/null; echo \"count $?\"" : "")
                     printf '{"to":"a","body":"x"}\\n{"to":"b","body":"y"}\\n' | msg compose --enqueue > acked; echo "enqueue $?"
                     n=$(msg queue count 2> /dev/null); echo "then $?"
                     printf '{"to":"c","body":"z"}\\n' | msg compose --enqueue >> acked 2> /dev/null; echo "again $?"
-                    \(store == "sqlite" ? "msg ledger verify > /dev/null 2> verify.err; echo \"verify $?\"" : "")
                     msg queue ls 2> /dev/null | cut -c8-43 | sort > listed; echo "listed $?"
                     cut -c8-43 acked | sort | comm -23 - listed | wc -l
                     msg flush --transport stdout: > /dev/null 2> flush.err; echo "flush $?"; grep -c . flush.err
@@ -142,11 +141,6 @@ import Testing
                 }
                 // Whatever was acknowledged is listed by the next commands, and a
                 // command that cannot see the store says so instead of listing less.
-                // The new store's ledger begins with what was carried over: it verifies
-                // (or, still damaged there, is refused as damaged), never a tampering.
-                if store == "sqlite" {
-                    #expect(r.lines.contains("verify 0") || r.lines.contains("verify 74"), "\(tag): \(r.out)\(r.err)")
-                }
                 let tail = Array(r.lines.suffix(4))
                 #expect(tail.first == "listed 0" && tail.dropFirst().first == "0", "\(tag): acknowledged but not listed: \(r.out)\(r.err)")
                 #expect(tail.dropFirst(2).first == "flush 74" && tail.last == "1", "\(tag): flush refuses in one line: \(r.out)\(r.err)")

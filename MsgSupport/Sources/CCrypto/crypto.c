@@ -27,7 +27,8 @@ static struct {
 } f;
 
 static void *sha256_md;
-/* Each thread's context for one-shot digests, made at its first. */
+/* Each thread's context for one-shot digests, made at its first and kept for the
+ * thread's life (msg's threads live as long as the process). */
 static __thread void *thread_ctx;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -82,7 +83,7 @@ int msg_crypto_load(void) {
 }
 
 int msg_sha256(const void *bytes, size_t n, unsigned char *out) {
-    if (loaded != 1 && msg_crypto_load() != 0) return -1;
+    if (msg_crypto_load() != 0) return -1;
     if (!thread_ctx && !(thread_ctx = f.md_ctx_new())) return -1;
     unsigned int len = 0;
     if (f.digest_init(thread_ctx, sha256_md, NULL) != 1 || f.digest_update(thread_ctx, bytes, n) != 1
@@ -91,7 +92,7 @@ int msg_sha256(const void *bytes, size_t n, unsigned char *out) {
 }
 
 int msg_sha256_begin(void) {
-    if (loaded != 1 && msg_crypto_load() != 0) return -1;
+    if (msg_crypto_load() != 0) return -1;
     if (!thread_ctx && !(thread_ctx = f.md_ctx_new())) return -1;
     return f.digest_init(thread_ctx, sha256_md, NULL) == 1 ? 0 : -1;
 }
