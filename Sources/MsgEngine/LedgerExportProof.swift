@@ -49,24 +49,12 @@ public enum LedgerExportProof {
         let (size, stands) = try Self.stands(store, ids: Set(ids))
         let targets = Array(Set(stands.values.flatMap { $0.map(\.at) })).sorted()
         // The leaves' hashes, run by run, as the tree is walked.
-        var run: (first: Int, leaves: [LedgerLeaf]) = (0, [])
+        var runs = RunCache(store: store)
         var i = 0
         let (root, nodes, hashes) = try LedgerProof.multiproof(size: size, targets: targets) { () throws(MsgError) -> Digest in
             defer { i += 1 }
-            if i >= run.first + run.leaves.count {
-                guard let (first, bytes) = try store.ledgerRun(holding: i) else { throw MsgError(.storeIO, "ledger: leaf \(i) is missing") }
-                var parsed: [LedgerLeaf] = []
-                bytes.withUnsafeBytes { b in
-                    var at = 0
-                    while let (leaf, end) = LedgerLeaf.read(b, at: at) {
-                        parsed.append(leaf)
-                        at = end
-                    }
-                }
-                run = (first, parsed)
-                guard i - first < parsed.count else { throw MsgError(.badInput, "ledger: leaf \(i) cannot be read") }
-            }
-            return run.leaves[i - run.first].hash
+            guard let leaf = try runs.leaf(i) else { throw MsgError(.storeIO, "ledger: leaf \(i) is missing") }
+            return leaf.hash
         }
         let checkpoint = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed)
         let file = try AtomicFile(replacing: path, code: .storeIO)
