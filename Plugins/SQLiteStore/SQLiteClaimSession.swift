@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// One claim inside a `BEGIN IMMEDIATE` transaction of a ``SQLiteStore``
 /// (``ClaimSession``): no other process writes until it commits.

@@ -82,30 +82,6 @@ enum SQLiteLedger {
     }
 }
 
-/// What a change needs of the ledger, made for a batch on all cores before the
-/// batch's statements run (the hashing is most of the ledger's cost): the
-/// content's fingerprint and the leaf of its common case, its last history entry
-/// appended (a record stored anew: its state).
-struct LedgerPrep: Sendable {
-    let print: Int64
-    /// Nil when it could not be made here (libcrypto missing): made again in line,
-    /// where its error is thrown.
-    let leaf: [UInt8]?
-
-    init(_ r: EncodedMessage, stored: Bool) {
-        print = LedgerLeaf.contentPrint(r)
-        // Read out of its box once (each read copies the message).
-        let m = r.message
-        let n = m.history.count
-        leaf = stored ? try? LedgerLeaf.bytes(r, m, entry: nil) : n > 0 ? try? LedgerLeaf.bytes(r, m, entry: n - 1) : []
-    }
-
-    /// For each of `records`, on all cores.
-    static func batch(_ records: [EncodedMessage], stored: Bool) -> [LedgerPrep] {
-        SQLiteStore.parallelMap(records) { LedgerPrep($0, stored: stored) }
-    }
-}
-
 extension SQLiteStore {
     /// Adds the leaf `prep` holds (or makes it for `r` as `entry` says).
     func appendLeaf(_ prep: LedgerPrep, _ r: EncodedMessage, entry: Int?) throws(MsgError) {

@@ -1,8 +1,6 @@
 import CSQLite
-import Dispatch
 import MsgKit
 import MsgSupport
-import Synchronization
 
 /// The `sqlite:PATH` store: the default. WAL with `synchronous=FULL`, so a
 /// committed batch survives power loss; `BEGIN IMMEDIATE` for every write, so
@@ -311,22 +309,7 @@ public final class SQLiteStore: Store {
 
     /// Decodes rows on all cores (in order); text that does not read gives a damaged record.
     static func decodeAll(_ rows: [Row.Copy]) -> [EncodedMessage] {
-        parallelMap(rows) { $0.record() }
-    }
-
-    /// `items.map(transform)` split over the cores when there are enough items to pay
-    /// for it.
-    static func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
-        guard items.count >= 64 else { return items.map(transform) }
-        let parts = 2
-        let size = (items.count + parts - 1) / parts
-        let results = Mutex<[[R]]>(Array(repeating: [], count: parts))
-        DispatchQueue.concurrentPerform(iterations: parts) { part in
-            let slice = items[min(items.count, part * size)..<min(items.count, (part + 1) * size)]
-            let mapped = slice.map(transform)
-            results.withLock { $0[part] = mapped }
-        }
-        return results.withLock { $0.flatMap { $0 } }
+        MsgSupport.parallelMap(rows) { $0.record() }
     }
 }
 
