@@ -12,10 +12,11 @@ import PostgresNIO
 /// `claim_floors` where each commit changed the queue (``PostgresFloors``);
 /// `created_minutes` the records by status and creation minute (``PostgresAges``);
 /// `content` the content of a large record, apart from what its changes rewrite
-/// (``PostgresContent``).
+/// (``PostgresContent``); `ledger_runs` and `ledger_removed` the ledger
+/// (``PostgresLedger``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 7
+    static let current = 8
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -55,7 +56,10 @@ enum PostgresSchema {
         PostgresAges.tables(s),
         // Version 7: large contents in a column of their own (``PostgresContent``);
         // no row is rewritten.
-        PostgresContent.tables(s)]
+        PostgresContent.tables(s),
+        // Version 8: the ledger (``PostgresLedger``), begun by ``migrate(_:)`` with the
+        // messages stored before it; no row is rewritten.
+        PostgresLedger.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);
@@ -81,6 +85,7 @@ enum PostgresSchema {
             }
             if found < 3 { try PostgresTally.rebuild(db) }
             if found < 6 { try PostgresAges.rebuild(db, now: .now()) }
+            if found < 8 { try PostgresLedger.begin(db) }
             try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(s).msg_schema"), "recording the schema version")
             try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).msg_schema (version) VALUES (\(current))"), "recording the schema version")
         }

@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 import NIOCore
 import PostgresNIO
 
@@ -16,6 +17,10 @@ public final class PostgresStore: Store {
     private let access: StoreAccess
     /// Whether a transaction of ``committing(_:_:)`` is open: a fold waits for its commit.
     var inTransaction = false
+    /// Whether the snapshot of ``ledgerRead(_:)`` is open: reads stay in it.
+    var inSnapshot = false
+    /// The numbered runs, read once in that snapshot.
+    var runs: PostgresLedger.Runs?
     /// Log text this handle appended since its last fold (``appended(_:)``).
     var loggedBytes = 0
     /// The log row up to which to fold after that commit.
@@ -40,7 +45,8 @@ public final class PostgresStore: Store {
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
         try writable()
-        let rows = try db.query(RowColumns(records).insert(into: table, schema: db.address.schema), "storing \(records.count) messages")
+        let columns = try RowColumns(records, preps: LedgerPrep.batch(records, stored: true))
+        let rows = try db.query(columns.insert(into: table, schema: db.address.schema), "storing \(records.count) messages")
         var inserted = Set<String>()
         var log: (Int64, Int32)?
         for row in rows {
@@ -88,8 +94,7 @@ public final class PostgresStore: Store {
     /// pages, each starting after the last row of the one before, inside one read-only
     /// snapshot, so a long listing sees one state of the queue.
     private func pages(_ query: Query, _ body: (StoredRow) throws(MsgError) -> Bool) throws(MsgError) {
-        try db.transaction("listing messages") { () throws(MsgError) in
-            try db.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "listing messages")
+        try snapshot("listing messages") { () throws(MsgError) in
             var left = query.limit ?? Int.max
             var filter = PostgresFilter(query)
             while left > 0 {
@@ -107,6 +112,15 @@ public final class PostgresStore: Store {
                 left -= n
                 filter.after(createdAt: last.0, id: last.1)
             }
+        }
+    }
+
+    /// Runs `body` in one read-only snapshot, or in the one ``ledgerRead(_:)`` holds.
+    func snapshot<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        if inSnapshot { return try body() }
+        return try db.transaction(what) { () throws(MsgError) -> R in
+            try db.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", what)
+            return try body()
         }
     }
 
@@ -130,34 +144,93 @@ public final class PostgresStore: Store {
     }
 
     /// The changes (distinct ids) by compare-and-set, in the caller's transaction:
-    /// first those that keep their stored recipient, then, when some were not
-    /// replaced, those again with the recipient read under lock (an edit).
+    /// first in the common form (the stored recipient kept, one history entry
+    /// appended to the same content: ``RowColumns/update(_:schema:run:)``); then, when
+    /// some were not replaced, those read under lock and written with the leaves
+    /// their stored rows call for (``PostgresLedger``).
     private func replace(_ changes: [Change]) throws(MsgError) -> [Bool] {
         let s = db.address.schema
         let ids = changes.map(\.message.id)
-        let rows = try db.query(RowColumns(changes.map(\.record), expected: changes.map(\.expected)).update(table, schema: s, sameRecipient: true),
+        let records = changes.map(\.record)
+        let preps = LedgerPrep.batch(records, stored: false)
+        let rows = try db.query(try RowColumns(records, expected: changes.map(\.expected), preps: preps).update(table, schema: s),
                                 "updating \(changes.count) messages")
         var done = try applied(ids, rows, "updating messages")
         let rest = done.indices.filter { !done[$0] }
         if rest.isEmpty { return done }
-        let again = try db.query(RowColumns(rest.map { changes[$0].record }, expected: rest.map { changes[$0].expected })
-            .update(table, schema: s, sameRecipient: false), "updating \(rest.count) messages")
-        for (i, ok) in zip(rest, try applied(rest.map { ids[$0] }, again, "updating messages")) { done[i] = ok }
+        // What the ledger has of each, under the rows' locks: those not found in
+        // their expected status are not replaced.
+        var b = PostgresBindings(capacity: 2)
+        b.append(rest.map { ids[$0] })
+        b.append(rest.map { changes[$0].expected.rawValue })
+        let held = try db.query(PostgresQuery(unsafeSQL: """
+            SELECT m.id, m.history_n, m.content_fp FROM \(table) AS m JOIN unnest($1::text[], $2::text[]) AS u(id, expected)
+            ON m.id = u.id AND m.status = u.expected FOR UPDATE OF m
+            """, binds: b), "reading \(rest.count) messages")
+        var have: [String: (n: Int, print: Int32)] = [:]
+        for row in held {
+            do {
+                let (id, n, print) = try row.decode((String, Int32, Int32).self)
+                have[id] = (Int(n), print)
+            } catch {
+                throw Self.corrupt("a message's ledger", error)
+            }
+        }
+        let applying = rest.filter { have[ids[$0]] != nil }
+        if applying.isEmpty { return done }
+        var columns = try RowColumns(applying.map { records[$0] }, expected: applying.map { changes[$0].expected },
+                                     preps: applying.map { preps[$0] })
+        var run: [UInt8] = []
+        var count = 0
+        for i in applying {
+            let r = records[i]
+            let (n, print) = have[ids[i]]!
+            // Entries appended to the same content, or the whole state anew.
+            let entries = r.message.history.count
+            let leaves = n >= 0 && print == Int32(truncatingIfNeeded: preps[i].print) && entries >= n
+                ? try LedgerLeaf.entries(of: r, from: n) : [try LedgerLeaf.state(of: r)]
+            columns.refs.append(leaves.indices.map { "@.\(count + $0)" }.joined(separator: " "))
+            for leaf in leaves { leaf.write(to: &run) }
+            count += leaves.count
+        }
+        let again = try db.query(columns.update(table, schema: s, run: (count, run)), "updating \(applying.count) messages")
+        let replaced = try applied(applying.map { ids[$0] }, again, "updating messages")
+        // Locked and found in their status, each is replaced: the run names them all.
+        guard !replaced.contains(false) else {
+            throw MsgError(.storeIO, "updating messages: a message read under lock was not replaced; nothing of this batch was stored")
+        }
+        for i in applying { done[i] = true }
         return done
     }
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
         if removals.isEmpty { return [] }
         try writable()
-        var b = PostgresBindings(capacity: 2)
+        let s = db.address.schema
+        var b = PostgresBindings(capacity: 5)
         b.append(removals.map(\.id))
         b.append(removals.map { $0.statuses.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*" })
+        var leaves: [UInt8] = []
+        var at: [Int32] = []
+        var length: [Int32] = []
+        for r in removals {
+            at.append(Int32(clamping: leaves.count))
+            try LedgerLeaf.removed(r.id).write(to: &leaves)
+            length.append(Int32(clamping: leaves.count) - at[at.count - 1])
+        }
+        b.append(ByteBuffer(bytes: leaves)); b.append(at); b.append(length)
         let gone = PostgresTally.figure("del.recipient", "del.status", "-1")
+        // Each removed message's list kept, with its removal appended (``PostgresLedger``).
         let rows = try db.query(PostgresQuery(unsafeSQL: """
-            WITH del AS (
-            DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[]) AS r(id, statuses)
+            WITH \(PostgresLedger.nextRun(s)),
+            del AS (
+            DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[], $4::int4[], $5::int4[]) WITH ORDINALITY AS r(id, statuses, leaf_at, leaf_length, n)
             WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
-            RETURNING m.id, m.recipient, m.status, m.created_at),
+            RETURNING m.id, m.recipient, m.status, m.created_at, m.ledger, r.leaf_at, r.leaf_length, r.n),
+            kept AS (INSERT INTO \(s).ledger_removed (id, ledger)
+                     SELECT del.id, \(PostgresLedger.appended("del.ledger", PostgresLedger.ref("del.n"))) FROM del ORDER BY del.n),
+            leaves AS (\(PostgresLedger.run(s, from: "del", leaves: "$3::bytea", total: "cardinality($1::text[])",
+                                            rows: "SELECT n, leaf_at, leaf_length FROM del"))),
             floor AS (\(PostgresFloors.append(db.address.schema, "created_at", from: "del"))),
             ages AS (\(PostgresAges.append(db.address.schema, from: "del", status: "status", sign: -1))),
             log AS (\(PostgresTally.append(db.address.schema, gone, from: "del")))

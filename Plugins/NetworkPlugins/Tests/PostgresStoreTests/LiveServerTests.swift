@@ -97,7 +97,8 @@ final class Workers: @unchecked Sendable {
     /// flight, its floors and its counts by age, the version set back) is brought to
     /// 6 by the first store opened for writing, which counts what it
     /// holds: records by status and waiting ones by recipient, and the attempts
-    /// their histories keep; a store opened for reading before that is refused.
+    /// their histories keep, and begins the ledger with them; a store opened for
+    /// reading before that is refused.
     @Test func aVersion2SchemaIsCountedWhenMigrated() throws {
         let url = try TestServer.freshURL()
         let store = try TestServer.open(url)
@@ -120,6 +121,8 @@ final class Workers: @unchecked Sendable {
                     // As schema 2 kept it: every text whole in its row.
                     "UPDATE \(schema).messages SET record = content || record WHERE content IS NOT NULL",
                     "ALTER TABLE \(schema).messages DROP COLUMN content",
+                    "ALTER TABLE \(schema).messages DROP COLUMN ledger, DROP COLUMN history_n, DROP COLUMN content_fp",
+                    "DROP TABLE \(schema).ledger_runs", "DROP TABLE \(schema).ledger_removed",
                     "UPDATE \(schema).msg_schema SET version = 2"] {
             try db.query(PostgresQuery(unsafeSQL: sql), "test")
         }
@@ -155,6 +158,27 @@ final class Workers: @unchecked Sendable {
         #expect(try migrated.get(large.id)?.json == EncodedMessage(large).json)
         let apart = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).messages WHERE content IS NOT NULL"), "test")
         #expect(try #require(apart.first).decode(Int32.self) == 1, "the changed one only")
+        // Schema 8 began the ledger with the 30 messages before it; the one changed
+        // since is in it as its whole state, the others in none yet.
+        let (leaves, lists) = try migrated.ledgerRead { () throws(MsgError) -> ([LedgerLeaf], [String: [Int]?]) in
+            var leaves: [LedgerLeaf] = []
+            try migrated.ledgerRuns(from: 0) { (_, bytes) throws(MsgError) -> Bool in
+                var at = 0
+                while let (leaf, end) = LedgerLeaf.read(bytes, at: at) {
+                    leaves.append(leaf)
+                    at = end
+                }
+                return true
+            }
+            var lists: [String: [Int]?] = [:]
+            try migrated.ledgerMessages { (_, id, list) throws(MsgError) -> Bool in
+                lists[id] = list
+                return true
+            }
+            return (leaves, lists)
+        }
+        #expect(leaves == [try LedgerLeaf.began(30), try LedgerLeaf.state(of: EncodedMessage(large))])
+        #expect(lists.count == 30 && lists[large.id] == [1] && lists.values.filter { $0 == nil }.count == 29)
     }
 
     /// Past 512 log rows the writer that appends the last folds the log into

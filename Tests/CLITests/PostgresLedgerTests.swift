@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+
+/// `msg ledger` on the postgres:// store through the binary: a queue changed behind
+/// msg's back with psql is named by `msg ledger verify`; checkpoints stay prefixes
+/// while workers write. In ``PostgresTests``' suite, which runs one at a time (one
+/// of its tests restarts the server).
+extension PostgresTests {
+    /// Four messages to u1..u4 flushed to the mock (u3's fails), a key, a checkpoint;
+    /// the schema's name and psql's command line.
+    func ledgerQueue(_ s: Sandbox, _ server: Server, _ env: [String: String]) throws -> (ids: [String], schema: String, psql: String) {
+        let r = try s.sh("""
+            for i in 1 2 3 4; do msg compose --to u$i --body "hello $i" --enqueue; done
+            msg flush --transport 'stdout:?fail=1&error=remote' --to u3 > /dev/null
+            msg flush --transport stdout: --to u1 > /dev/null 3>/dev/null; msg flush --transport stdout: --to u2 > /dev/null 3>/dev/null
+            msg ledger keygen --key k > /dev/null && msg ledger checkpoint --key k > cp && msg ledger verify --checkpoint cp --pubkey k.pub
+            """, env: env)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains(#""messages":4,"removed":0,"before_ledger":0,"checkpoints":1}"#), "\(r.out)")
+        let schema = String(env["MSG_STORE"]?.split(separator: "=").last ?? "")
+        return (r.lines.filter { $0.hasPrefix(#"{"id":""#) }.map { String($0.dropFirst(7).prefix(36)) }, schema,
+                "psql -qAtX -v ON_ERROR_STOP=1 '\(server.url)'")
+    }
+
+    /// The tamperings of ``LedgerTests``, made with psql on the queue's tables (`S`
+    /// stands for its schema; `H:to:` a Python statement over the record's history `h`).
+    static let pgTamperings: [(name: String, sql: String, named: String)] = [
+        ("a body", "UPDATE S.messages SET record = replace(record, 'hello 2', 'hellO 2') WHERE recipient = 'u2'", "u2: its content"),
+        ("a recipient", #"UPDATE S.messages SET record = replace(record, '"to":"u2"', '"to":"u9"') WHERE recipient = 'u2'"#, "u2: its content"),
+        ("a history entry", #"UPDATE S.messages SET record = replace(record, '"event":"sent"', '"event":"rent"') WHERE recipient = 'u1'"#,
+         "u1: history entry 2 (rent)"),
+        ("a deleted message", "DELETE FROM S.messages WHERE recipient = 'u2'", "u2 was deleted outside msg"),
+        ("reordered entries", "H:u1:h[1], h[2] = h[2], h[1]", "u1: history entry 1 (sent)"),
+        ("a removed entry", "H:u1:h.pop(1)", "u1: history entry 1 (sent)"),
+        ("the last entry removed", "H:u3:h.pop()", "u3 has 2 history entries and the ledger 3"),
+        ("a leaf of the log", #"UPDATE S.ledger_runs SET leaves = substring(leaves from 1 for length(leaves) - 1) || '\x00'::bytea WHERE first = 1"#,
+         "u1: its content"),
+        ("a run of the log deleted", "DELETE FROM S.ledger_runs WHERE first = 2", "leaves 2 to 2 are missing: the log was changed outside msg"),
+        ("an added message", """
+            INSERT INTO S.messages (id, status, recipient, created_at, updated_at, record, history_at)
+            SELECT 'forged', status, 'u7', created_at, updated_at, replace(record, id, 'forged'), history_at FROM S.messages WHERE recipient = 'u4'
+            """, "1 messages are in no ledger, but 0 were stored before it began"),
+    ]
+
+    @Test(arguments: 0..<pgTamperings.count)
+    func aChangeMadeWithPsqlIsNamed(_ index: Int) throws {
+        let (name, sql, named) = Self.pgTamperings[index]
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        let (ids, schema, psql) = try ledgerQueue(s, server, env)
+        try #require(ids.count == 4)
+        var run = "\(psql) -c \"$SQL\""
+        if sql.hasPrefix("H:") {
+            let parts = sql.split(separator: ":", maxSplits: 2).map(String.init)
+            run = """
+                \(psql) -c "SELECT record FROM \(schema).messages WHERE recipient = '\(parts[1])'" > r.json
+                python3 -c 'import json; r = json.load(open("r.json")); h = r.get("history"); \(parts[2]); open("r.json", "w").write(json.dumps(r, separators=(",", ":"), ensure_ascii=False))'
+                echo "UPDATE \(schema).messages SET record = :'rec' WHERE recipient = '\(parts[1])'" | \(psql) -v rec="$(cat r.json)"
+                """
+        }
+        let r = try s.sh("\(run) && msg ledger verify --checkpoint cp --pubkey k.pub; echo \"exit $?\"",
+                         env: env.merging(["SQL": sql.replacingOccurrences(of: "S.", with: "\(schema).")]) { $1 })
+        #expect(r.lines.last == "exit 65", "\(name): \(r.out) \(r.err)")
+        let first = r.err.split(separator: "\n").first.map(String.init) ?? ""
+        let wanted = named.replacingOccurrences(of: "u1", with: "message \(ids[0])").replacingOccurrences(of: "u2", with: "message \(ids[1])")
+            .replacingOccurrences(of: "u3", with: "message \(ids[2])")
+        #expect(first.contains(wanted), "\(name): the first line names something else: \(r.err)")
+        if !named.contains("missing") {
+            #expect(r.err.contains("the store is not what its ledger holds"), "\(name): \(r.err)")
+        }
+    }
+
+    /// Four workers flush while messages are held, released, edited, removed and
+    /// added, and one worker is killed mid-flush: the ledger verifies, every
+    /// checkpoint taken meanwhile is a prefix of it, and an export's proof checks
+    /// with no store.
+    @Test func fourWorkersAndOperatorsKeepTheLedgerWhole() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        try compose(s, 3000, env)
+        let r = try s.sh("""
+            msg ledger keygen --key k > /dev/null
+            for w in 1 2 3; do msg flush --batch 32 --transport 'stdout:?fail=0.2&seed='$w > out$w 2>/dev/null & done
+            msg flush --batch 32 > killed 2>/dev/null & pk=$!
+            until [ "$(wc -l < killed)" -ge 200 ] || ! kill -0 $pk 2>/dev/null; do sleep 0.01; done
+            kill -9 $pk
+            for i in 1 2 3; do
+                msg ledger checkpoint --key k >> cp
+                seq 50 | awk -v i=$i '{printf "{\\"to\\":\\"v%d\\",\\"body\\":\\"extra %d %d\\"}\\n", $1 % 5, i, $1}' | msg compose --enqueue > /dev/null
+                msg queue hold --to v1 > /dev/null; msg queue edit --body edited$i $(msg queue ls --to v2 --status queued | cut -c8-43) > /dev/null 2>&1
+                msg queue release --to v1 > /dev/null; msg queue rm $(msg queue ls --to v3 --status queued | cut -c8-43 | head -5) > /dev/null 2>&1
+            done
+            wait
+            msg recover --stale-after 0s > /dev/null; msg retry --transport stdout: < /dev/null > /dev/null 2>&1; msg flush > /dev/null 2>&1
+            msg queue purge --status sent --older-than 0s > /dev/null 2>&1
+            msg ledger checkpoint --key k >> cp
+            msg ledger verify --checkpoint cp --pubkey k.pub; echo "verify $?"
+            msg export --status failed,dead,queued,sent --out e.ndjson --proof k > /dev/null; echo "export $?"
+            MSG_STORE=none msg ledger verify --export e.ndjson --pubkey k.pub > /dev/null; echo "offline $?"
+            """, env: env)
+        #expect(r.lines.suffix(3) == ["verify 0", "export 0", "offline 0"], "\(r.out) \(r.err)")
+        let report = r.lines.first { $0.hasPrefix(#"{"size":"#) } ?? ""
+        #expect(report.contains(#""checkpoints":4}"#), "\(report)")
+        #expect(!report.contains(#""removed":0,"#), "removals kept their leaves: \(report)")
+    }
+}
