@@ -132,26 +132,48 @@ enum PostgresLedger {
         /// names no leaf of a numbered run is `Int.max` (past the end, as the check
         /// says). Nil for text that is not a list.
         func numbers(_ text: String) -> [Int]? {
-            var out: [Int] = []
-            for word in text.split(separator: " ", omittingEmptySubsequences: false) {
-                let parts = word.split(separator: ".", omittingEmptySubsequences: false)
-                guard parts.count == 2, let run = Int64(parts[0]), let ordinal = Int32(parts[1]), ordinal >= 0 else { return nil }
-                guard let (first, count, ords) = runs[run] else {
-                    out.append(Int.max)
-                    continue
-                }
-                if let ords {
-                    var lo = 0, hi = ords.count
-                    while lo < hi {
-                        let mid = (lo + hi) / 2
-                        if ords[mid] < ordinal { lo = mid + 1 } else { hi = mid }
+            var text = text
+            return text.withUTF8 { (bytes) -> [Int]? in
+                var out: [Int] = []
+                out.reserveCapacity(4)
+                var run: Int64 = 0
+                var ordinal = 0
+                var digits = 0
+                var inOrdinal = false
+                for c in bytes {
+                    switch c {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                        guard digits < 18 else { return nil }
+                        digits += 1
+                        if inOrdinal { ordinal = ordinal * 10 + Int(c - UInt8(ascii: "0")) } else { run = run * 10 + Int64(c - UInt8(ascii: "0")) }
+                    case UInt8(ascii: "."):
+                        guard !inOrdinal, digits > 0 else { return nil }
+                        inOrdinal = true
+                        digits = 0
+                    case UInt8(ascii: " "):
+                        guard inOrdinal, digits > 0 else { return nil }
+                        out.append(number(run, ordinal))
+                        (run, ordinal, digits, inOrdinal) = (0, 0, 0, false)
+                    default:
+                        return nil
                     }
-                    out.append(lo < ords.count && ords[lo] == ordinal ? first + lo : Int.max)
-                } else {
-                    out.append(Int(ordinal) < count ? first + Int(ordinal) : Int.max)
                 }
+                guard inOrdinal, digits > 0 else { return nil }
+                out.append(number(run, ordinal))
+                return out
             }
-            return out
+        }
+
+        /// The number of leaf `ordinal` of run `run`; `Int.max` for none.
+        private func number(_ run: Int64, _ ordinal: Int) -> Int {
+            guard let (first, count, ords) = runs[run] else { return Int.max }
+            guard let ords else { return ordinal < count ? first + ordinal : Int.max }
+            var lo = 0, hi = ords.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if Int(ords[mid]) < ordinal { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < ords.count && Int(ords[lo]) == ordinal ? first + lo : Int.max
         }
     }
 }

@@ -47,11 +47,12 @@ extension PostgresStore: LedgerStore {
         while true {
             var b = PostgresBindings(capacity: 1)
             b.append(start)
-            // The run holding `from`, then those after it, a page at a time.
+            // The run holding `from`, then those after it, 16 at a time: a run holds up
+            // to a whole batch's leaves, some megabytes.
             let rows = try db.query(PostgresQuery(unsafeSQL: holding ? """
                 SELECT first, leaves FROM \(s).ledger_runs
-                WHERE first >= coalesce((SELECT max(first) FROM \(s).ledger_runs WHERE first <= $1), 0) ORDER BY first LIMIT 1000
-                """ : "SELECT first, leaves FROM \(s).ledger_runs WHERE first >= $1 ORDER BY first LIMIT 1000", binds: b), "reading the ledger")
+                WHERE first >= coalesce((SELECT max(first) FROM \(s).ledger_runs WHERE first <= $1), 0) ORDER BY first LIMIT 16
+                """ : "SELECT first, leaves FROM \(s).ledger_runs WHERE first >= $1 ORDER BY first LIMIT 16", binds: b), "reading the ledger")
             holding = false
             var n = 0
             for row in rows {
@@ -62,7 +63,7 @@ extension PostgresStore: LedgerStore {
                 let more = try leaves.withUnsafeReadableBytes { (bytes) throws(MsgError) -> Bool in try body(Int(first), bytes) }
                 if !more { return }
             }
-            if n < 1000 { return }
+            if n < 16 { return }
         }
     }
 
