@@ -6,7 +6,7 @@ import MsgSupport
 func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
     let store = try session.store(.read)
     guard let ledger = store as? any LedgerStore else {
-        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: store does)")
+        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: and postgres: stores do)")
     }
     return ledger
 }

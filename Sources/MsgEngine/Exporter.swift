@@ -39,7 +39,7 @@ public struct Exporter {
             return try export(progress, ids: &none)
         }
         guard let ledger = store as? any LedgerStore else {
-            throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite: store does)")
+            throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite: and postgres: stores do)")
         }
         // The records and the ledger they are proven in, read in one snapshot.
         return try ledger.ledgerRead { () throws(MsgError) -> Int in
