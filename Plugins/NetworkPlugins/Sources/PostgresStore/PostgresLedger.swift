@@ -42,7 +42,9 @@ enum PostgresLedger {
         let s = db.address.schema
         let rows = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(s).messages"), "counting the messages")
         var count = 0
-        for row in rows { count = Int((try? row.decode(Int64.self)) ?? 0) }
+        for row in rows {
+            do { count = Int(try row.decode(Int64.self)) } catch { throw PostgresStore.corrupt("the count of messages", error) }
+        }
         var bytes: [UInt8] = []
         try LedgerLeaf.began(count).write(to: &bytes)
         var b = PostgresBindings(capacity: 1)

@@ -176,15 +176,15 @@ public final class PostgresStore: Store {
                 throw Self.corrupt("a message's ledger", error)
             }
         }
-        let applying = rest.filter { have[ids[$0]] != nil }
-        if applying.isEmpty { return done }
+        let found = rest.compactMap { (i) -> (i: Int, n: Int, print: Int32)? in have[ids[i]].map { (i, $0.n, $0.print) } }
+        if found.isEmpty { return done }
+        let applying = found.map(\.i)
         var columns = try RowColumns(applying.map { records[$0] }, expected: applying.map { changes[$0].expected },
                                      preps: applying.map { preps[$0] })
         var run: [UInt8] = []
         var count = 0
-        for i in applying {
+        for (i, n, print) in found {
             let r = records[i]
-            let (n, print) = have[ids[i]]!
             // Entries appended to the same content, or the whole state anew.
             let entries = r.message.history.count
             let leaves = n >= 0 && print == Int32(truncatingIfNeeded: preps[i].print) && entries >= n
