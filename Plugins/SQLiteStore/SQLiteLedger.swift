@@ -83,14 +83,11 @@ enum SQLiteLedger {
 }
 
 extension SQLiteStore {
-    /// Adds the leaf `prep` holds (or makes it for `r` as `entry` says).
-    func appendLeaf(_ prep: LedgerPrep, _ r: EncodedMessage, entry: Int?) throws(MsgError) {
+    /// Adds the leaf `prep` holds for `r` (stored anew: its state; else its last
+    /// history entry appended), made again when it could not be beforehand.
+    func appendLeaf(_ prep: LedgerPrep, _ r: EncodedMessage, stored: Bool) throws(MsgError) {
         _ = try nextLeaf()
-        if let leaf = prep.leaf {
-            ledger.bytes.append(contentsOf: leaf)
-        } else {
-            ledger.bytes.append(contentsOf: try LedgerLeaf.bytes(r, entry: entry))
-        }
+        ledger.bytes.append(contentsOf: try prep.leaf(r, stored: stored))
         ledger.count += 1
     }
 

@@ -40,7 +40,7 @@ extension SQLiteStore {
         s.bind(18, entries > 0 ? Int64(entries - 1) : -2)
         try RowEncoder.run(r, m, s, "updating a message", split: split)
         if db.changes == 1 {
-            try appendLeaf(prep, r, entry: entries - 1)
+            try appendLeaf(prep, r, stored: false)
             try keepContent(r, m, split, rid: byRow, expected: expected)
             tally.changed(from: expected, to: m.to, into: m)
             agedChange(from: expected, m)

@@ -69,7 +69,7 @@ public final class SQLiteStore: Store {
                     insert.bind(17, prep.print)
                     try RowEncoder.run(r, m, insert, "storing a message", split: split)
                     if db.changes == 1 {
-                        try appendLeaf(prep, r, entry: nil)
+                        try appendLeaf(prep, r, stored: true)
                         if split > 0 { try writeContent(r, split, rid: db.lastInsertRowid) }
                         tally.added(m)
                         floors.wrote(m.createdAt)
