@@ -4,26 +4,41 @@ import Testing
 /// `msg ledger` through the binary: a store changed behind msg's back, with the
 /// sqlite3 tool, is named by `msg ledger verify`, and one msg changed verifies.
 @Suite struct LedgerTests {
-    /// Three messages to u1..u3, flushed to the mock (u3's fails), a key, a checkpoint.
-    func store(_ s: Sandbox) throws -> [String] {
+    /// Four messages to u1..u4, flushed to the mock (u3's fails), a key, a checkpoint,
+    /// in the store `env` names (the default one when empty); the ids of u1..u4.
+    static func store(_ s: Sandbox, env: [String: String] = [:]) throws -> [String] {
         let r = try s.sh("""
             for i in 1 2 3 4; do msg compose --to u$i --body "hello $i" --enqueue; done
             msg flush --transport 'stdout:?fail=1&error=remote' --to u3 > /dev/null
             msg flush --transport stdout: --to u1 > /dev/null 3>/dev/null; msg flush --transport stdout: --to u2 > /dev/null 3>/dev/null
             msg ledger keygen --key k > /dev/null && msg ledger checkpoint --key k > cp && msg ledger verify --checkpoint cp --pubkey k.pub
-            """)
+            """, env: env)
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.contains(#""messages":4,"removed":0,"before_ledger":0,"checkpoints":1}"#), "\(r.out)")
         return r.lines.filter { $0.hasPrefix(#"{"id":""#) }.map { String($0.dropFirst(7).prefix(36)) }
     }
 
-    /// Rewrites the record of `to` with a Python statement over its JSON `r` (its
-    /// history `h`), as a
-    /// person with the store's file would, keeping the text on one line.
+    /// The Python command that applies `expression` to the record in `r.json` (its
+    /// JSON `r`, its history `h`), as a person with the store would, keeping the
+    /// text on one line.
+    static func python(_ expression: String) -> String {
+        """
+        python3 -c 'import json,sys; r = json.load(open("r.json")); h = r.get("history"); \(expression); open("r.json", "w").write(json.dumps(r, separators=(",", ":"), ensure_ascii=False))'
+        """
+    }
+
+    /// What a tampering's first line must say: `named` with u1..u3 as their
+    /// messages' ids (`ids`, from ``store(_:env:)``) name them.
+    static func naming(_ named: String, _ ids: [String]) -> String {
+        named.replacingOccurrences(of: "u1", with: "message \(ids[0])").replacingOccurrences(of: "u2", with: "message \(ids[1])")
+            .replacingOccurrences(of: "u3", with: "message \(ids[2])")
+    }
+
+    /// Rewrites the record of `to` with ``python(_:)``.
     func rewrite(_ to: String, _ expression: String) -> String {
         """
         sqlite3 queue.sqlite "SELECT record FROM messages WHERE recipient = '\(to)'" > r.json
-        python3 -c 'import json,sys; r = json.load(open("r.json")); h = r.get("history"); \(expression); open("r.json", "w").write(json.dumps(r, separators=(",", ":"), ensure_ascii=False))'
+        \(Self.python(expression))
         sqlite3 queue.sqlite "UPDATE messages SET record = CAST(readfile('r.json') AS TEXT) WHERE recipient = '\(to)'"
         """
     }
@@ -51,7 +66,7 @@ import Testing
     func aChangeBehindMsgsBackIsNamed(_ index: Int) throws {
         let (name, script, named) = Self.tamperings[index]
         let s = try Sandbox()
-        let ids = try store(s)
+        let ids = try Self.store(s)
         try #require(ids.count == 4)
         var run = script
         if script.hasPrefix("H:") {
@@ -61,8 +76,7 @@ import Testing
         let r = try s.sh("cd \(s.home) && \(run) && msg ledger verify --checkpoint cp --pubkey k.pub; echo \"exit $?\"")
         #expect(r.lines.last == "exit 65", "\(name): \(r.out) \(r.err)")
         let first = r.err.split(separator: "\n").first.map(String.init) ?? ""
-        let wanted = named.replacingOccurrences(of: "u1", with: "message \(ids[0])").replacingOccurrences(of: "u2", with: "message \(ids[1])")
-            .replacingOccurrences(of: "u3", with: "message \(ids[2])")
+        let wanted = Self.naming(named, ids)
         #expect(first.contains(wanted), "\(name): the first line names something else: \(r.err)")
         #expect(r.err.contains("the store is not what its ledger holds"), "\(name): \(r.err)")
         if name == "a leaf of the log" {
@@ -72,7 +86,7 @@ import Testing
 
     @Test func aForgedCheckpointOrAnotherKeysIsRefused() throws {
         let s = try Sandbox()
-        _ = try store(s)
+        _ = try Self.store(s)
         let r = try s.sh("""
             sed 's/"size":[0-9]*/"size":3/' cp > forged; msg ledger verify --checkpoint forged --pubkey k.pub; echo "exit $?"
             msg ledger keygen --key other > /dev/null; msg ledger checkpoint --key other > theirs
@@ -92,7 +106,7 @@ import Testing
     /// purged keeps its leaves.
     @Test func everyEarlierCheckpointIsAPrefixAndRemovalsKeepTheirLeaves() throws {
         let s = try Sandbox()
-        let ids = try store(s)
+        let ids = try Self.store(s)
         try #require(ids.count == 4)
         let r = try s.sh("""
             msg queue rm \(ids[3]) > /dev/null
@@ -131,7 +145,7 @@ import Testing
     /// checkpoint the auditor does not hold, is named.
     @Test func anExportIsProvenWithoutTheStore() throws {
         let s = try Sandbox()
-        let ids = try store(s)
+        let ids = try Self.store(s)
         try #require(ids.count == 4)
         let r = try s.sh("""
             msg compose --to u6 --body six --enqueue > /dev/null

@@ -9,17 +9,9 @@ extension PostgresTests {
     /// Four messages to u1..u4 flushed to the mock (u3's fails), a key, a checkpoint;
     /// the schema's name and psql's command line.
     func ledgerQueue(_ s: Sandbox, _ server: Server, _ env: [String: String]) throws -> (ids: [String], schema: String, psql: String) {
-        let r = try s.sh("""
-            for i in 1 2 3 4; do msg compose --to u$i --body "hello $i" --enqueue; done
-            msg flush --transport 'stdout:?fail=1&error=remote' --to u3 > /dev/null
-            msg flush --transport stdout: --to u1 > /dev/null 3>/dev/null; msg flush --transport stdout: --to u2 > /dev/null 3>/dev/null
-            msg ledger keygen --key k > /dev/null && msg ledger checkpoint --key k > cp && msg ledger verify --checkpoint cp --pubkey k.pub
-            """, env: env)
-        #expect(r.status == 0, "\(r.err)")
-        #expect(r.out.contains(#""messages":4,"removed":0,"before_ledger":0,"checkpoints":1}"#), "\(r.out)")
+        let ids = try LedgerTests.store(s, env: env)
         let schema = String(env["MSG_STORE"]?.split(separator: "=").last ?? "")
-        return (r.lines.filter { $0.hasPrefix(#"{"id":""#) }.map { String($0.dropFirst(7).prefix(36)) }, schema,
-                "psql -qAtX -v ON_ERROR_STOP=1 '\(server.url)'")
+        return (ids, schema, "psql -qAtX -v ON_ERROR_STOP=1 '\(server.url)'")
     }
 
     /// The tamperings of ``LedgerTests``, made with psql on the queue's tables (`S`
@@ -55,7 +47,7 @@ extension PostgresTests {
             let parts = sql.split(separator: ":", maxSplits: 2).map(String.init)
             run = """
                 \(psql) -c "SELECT record FROM \(schema).messages WHERE recipient = '\(parts[1])'" > r.json
-                python3 -c 'import json; r = json.load(open("r.json")); h = r.get("history"); \(parts[2]); open("r.json", "w").write(json.dumps(r, separators=(",", ":"), ensure_ascii=False))'
+                \(LedgerTests.python(parts[2]))
                 echo "UPDATE \(schema).messages SET record = :'rec' WHERE recipient = '\(parts[1])'" | \(psql) -v rec="$(cat r.json)"
                 """
         }
@@ -63,8 +55,7 @@ extension PostgresTests {
                          env: env.merging(["SQL": sql.replacingOccurrences(of: "S.", with: "\(schema).")]) { $1 })
         #expect(r.lines.last == "exit 65", "\(name): \(r.out) \(r.err)")
         let first = r.err.split(separator: "\n").first.map(String.init) ?? ""
-        let wanted = named.replacingOccurrences(of: "u1", with: "message \(ids[0])").replacingOccurrences(of: "u2", with: "message \(ids[1])")
-            .replacingOccurrences(of: "u3", with: "message \(ids[2])")
+        let wanted = LedgerTests.naming(named, ids)
         #expect(first.contains(wanted), "\(name): the first line names something else: \(r.err)")
         if !named.contains("missing") {
             #expect(r.err.contains("the store is not what its ledger holds"), "\(name): \(r.err)")
