@@ -49,6 +49,6 @@ let package = Package(
         .testTarget(name: "MsgKitTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "PluginTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "MsgEngineTests", dependencies: ["MsgEngine", kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
-        .testTarget(name: "CLITests", dependencies: [kit, support]),
+        .testTarget(name: "CLITests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 /// exec: and http:// through the real binary, as users run them: exit codes,
@@ -51,13 +52,13 @@ import Testing
         let plugins = try networkPlugins()
         let s = try Sandbox()
         try compose(s, 2000)
-        let server = Process()
+        let server = TestProcess()
         server.executableURL = URL(fileURLWithPath: Self.repository + "/scripts/webhook-server")
         server.arguments = ["--log", s.home + "/server.ndjson"]
         let out = Pipe()
         server.standardOutput = out
         try server.run()
-        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        defer { kill(server.processIdentifier, SIGKILL); try? server.wait() }
         var line = Data()
         while let b = try out.fileHandleForReading.read(upToCount: 1), !b.isEmpty, b != Data([10]) { line += b }
         let port = String(decoding: line, as: UTF8.self).replacingOccurrences(of: "listening on ", with: "")

@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 /// http:// and exec: against careless and hostile receivers, through the real
@@ -9,7 +10,7 @@ import Testing
 @Suite(.timeLimit(.minutes(5))) struct HostileDestinationTests {
     /// scripts/webhook-server on loopback, logging every request.
     final class Receiver {
-        let process = Process()
+        let process = TestProcess()
         let port: String
         let log: String
 
@@ -27,7 +28,7 @@ import Testing
 
         deinit {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try? process.wait()
         }
 
         var base: String { "http://127.0.0.1:\(port)" }

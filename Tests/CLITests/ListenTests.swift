@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import MsgSupport
 import Testing
 
@@ -84,7 +85,7 @@ import Testing
         let s = try Sandbox()
         let first = try ListenerProcess(s, ["--into", "file:\(s.home)/inbox"])
         let port = first.port
-        let watch = Process()
+        let watch = TestProcess()
         watch.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         watch.arguments = ["flush", "--watch", "--transport", "tcp://127.0.0.1:\(port)"]
         watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
@@ -92,7 +93,7 @@ import Testing
         watch.standardOutput = FileHandle.nullDevice
         watch.standardError = FileHandle.nullDevice
         try watch.run()
-        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL); watch.waitUntilExit() } }
+        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL); try? watch.wait() } }
         func delivered(_ n: Int) -> Bool {
             let until = Date().addingTimeInterval(20)
             while Date() < until {
@@ -108,7 +109,7 @@ import Testing
         let two = try enqueue(s, 1)
         #expect(delivered(2), "the second message arrived through the restarted receiver")
         kill(watch.processIdentifier, SIGTERM)
-        watch.waitUntilExit()
+        try watch.wait()
         _ = second.stop()
         #expect(onceEach(inbox(s), one + two) == "")
         let events = try s.sh("msg queue ls --history | grep -o '\"event\":\"[a-z]*\"' | sort | uniq -c | tr -s ' '")
@@ -293,7 +294,7 @@ import Testing
         let queued = try enqueue(s, 2000)
         var listener = try ListenerProcess(s)
         let url = listener.url
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         p.arguments = ["flush", "--batch", "64", "--transport", url]
         p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
@@ -305,7 +306,7 @@ import Testing
         // delivered but not yet acked is in doubt for the sender.
         while inbox(s).count < 500 && p.isRunning { usleep(5000) }
         _ = listener.stop(SIGKILL)
-        p.waitUntilExit()
+        try p.wait()
         #expect(p.terminationStatus == 75, "the sender saw the receiver go")
         listener = try ListenerProcess(s, address: url)
         let r = try s.sh("msg retry --now --transport \(url) > /dev/null; msg flush --transport \(url) > /dev/null; echo $?; msg queue count --status sent")

@@ -1,11 +1,12 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import MsgSupport
 
 /// A `msg listen` process for one test: started on a free port, which it reads
 /// from the "listening on" line of standard error; killed when released.
 final class ListenerProcess {
-    let process = Process()
+    let process = TestProcess()
     let url: String
     private let errors = Pipe()
     private var said = ""
@@ -43,7 +44,7 @@ final class ListenerProcess {
     func stop(_ signal: Int32 = SIGTERM) -> (status: Int32, stderr: String) {
         kill(process.processIdentifier, signal)
         let rest = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        try? process.wait()
         return (process.terminationStatus, said + String(decoding: rest, as: UTF8.self))
     }
 
@@ -57,7 +58,7 @@ final class ListenerProcess {
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try? process.wait()
         }
     }
 }

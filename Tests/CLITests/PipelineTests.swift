@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct PipelineTests {
@@ -88,7 +89,7 @@ import Testing
     @Test func aLineTypedByHandIsStoredAndEchoedAtOnce() throws {
         let s = try Sandbox()
         let line = try s.sh("msg compose --to a --body typed").out
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         p.arguments = ["queue", "add"]
         p.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]
@@ -104,7 +105,7 @@ import Testing
         // ...and only after the record is on disk, visible to another process.
         #expect(try s.sh("msg queue count").out == "1\n")
         try input.fileHandleForWriting.close()
-        p.waitUntilExit()
+        try p.wait()
         #expect(p.terminationStatus == 0)
     }
 

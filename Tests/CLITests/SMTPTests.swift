@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 /// `smtp://` and `smtps://` through the real binary: against Debian's Postfix on
@@ -35,17 +36,17 @@ import Testing
             url = "smtp://127.0.0.1:\(port)"
         }
         deinit {
-            let p = Process()
+            let p = TestProcess()
             p.executableURL = URL(fileURLWithPath: SMTPTests.repository + "/scripts/postfix")
             p.arguments = ["stop", dir]
             try? p.run()
-            p.waitUntilExit()
+            try? p.wait()
         }
     }
 
     /// scripts/smtp-server, killed when released.
     final class FaultServer {
-        let process = Process()
+        let process = TestProcess()
         let url: String
         init(_ s: Sandbox, _ arguments: [String] = [], scheme: String = "smtp") throws {
             process.executableURL = URL(fileURLWithPath: SMTPTests.repository + "/scripts/smtp-server")
@@ -63,7 +64,7 @@ import Testing
         }
         deinit {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try? process.wait()
         }
     }
 

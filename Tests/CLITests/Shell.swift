@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 
 /// What a shell script run by a test printed and how it ended.
 struct Run {
@@ -28,9 +29,11 @@ final class Sandbox {
     }
 
     /// Runs `script` with bash (`pipefail` off, so `PIPESTATUS` is available), `msg`
-    /// on the PATH, MSG_HOME set and no config file.
-    func sh(_ script: String, stdin: String? = nil, env: [String: String] = [:], wrapper: String? = nil) throws -> Run {
-        let p = Process()
+    /// on the PATH, MSG_HOME set and no config file. Still running after `timeout`
+    /// seconds (default ``TestProcess/defaultTimeout``), it is killed with all it
+    /// started, and the error thrown holds what it printed.
+    func sh(_ script: String, stdin: String? = nil, env: [String: String] = [:], wrapper: String? = nil, timeout: Double? = nil) throws -> Run {
+        let p = TestProcess()
         if let wrapper {
             let words = wrapper.split(separator: " ").map(String.init)
             p.executableURL = URL(fileURLWithPath: "/usr/bin/" + words[0])
@@ -59,17 +62,22 @@ final class Sandbox {
         } else {
             p.standardInput = FileHandle.nullDevice
         }
+        if let timeout { p.timeout = timeout }
         try p.run()
-        p.waitUntilExit()
+        let ended = Result { try p.wait() }
         let out = try String(contentsOfFile: outPath, encoding: .utf8)
         let err = try String(contentsOfFile: errPath, encoding: .utf8)
+        if case .failure(let error) = ended {
+            // What it printed before its deadline says where it stood.
+            throw MsgError(.unavailable, "\(error)\n--- script:\n\(script)\n--- stdout:\n\(out)\n--- stderr:\n\(err)")
+        }
         return Run(status: p.terminationStatus, out: out, err: err)
     }
 
     /// Starts `msg ARGS` in the sandbox as its own process (descriptor 3 on /dev/null,
     /// for the mock transport to write to), stdout and stderr on pipes.
-    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
-        let p = Process()
+    func start(_ arguments: [String]) throws -> (TestProcess, Pipe, Pipe) {
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
         p.arguments = ["-c", "exec 3>/dev/null; exec \"$0\" \"$@\"", buildDirectory + "/msg"] + arguments
         p.environment = ["MSG_HOME": home, "XDG_CONFIG_HOME": home + "/config"]
@@ -109,7 +117,7 @@ extension Sandbox {
     /// Runs `msg ARGUMENTS` in the sandbox and kills it with SIGKILL once it has
     /// printed `lines` records (or ended).
     func killFlush(_ arguments: [String], after lines: Int) throws {
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         p.arguments = arguments
         p.environment = ["MSG_HOME": home, "XDG_CONFIG_HOME": home + "/config"]
@@ -125,6 +133,6 @@ extension Sandbox {
         }
         kill(p.processIdentifier, SIGKILL)
         _ = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        try p.wait()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 /// SIGTERM, SIGINT and a closed standard output stop `flush` and `retry` at the next
@@ -37,7 +38,7 @@ import Testing
         let (p, out, err) = try s.start(["flush", "--watch", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
         #expect(firstRecord(out))
         kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        try p.wait()
         #expect(p.terminationReason == .exit && p.terminationStatus == 0)
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let line = try #require(stderr.split(separator: "\n").last { $0.hasPrefix("msg: stopping (SIGTERM): ") })
@@ -54,7 +55,7 @@ import Testing
         let (p, out, err) = try s.start(["flush", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
         #expect(firstRecord(out))
         kill(p.processIdentifier, SIGINT)
-        p.waitUntilExit()
+        try p.wait()
         #expect(p.terminationReason == .uncaughtSignal && p.terminationStatus == SIGINT, "a shell loop around it stops too")
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(stderr.contains("msg: stopping (SIGINT): ") && stderr.contains("not attempted were put back untouched"), "\(stderr)")
@@ -81,7 +82,7 @@ import Testing
         let (p, out, _) = try s.start(["retry", "--now", "--batch", "64", "--transport", "stdout:?latency=50ms&fd=3"])
         #expect(firstRecord(out))
         kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        try p.wait()
         #expect(p.terminationReason == .uncaughtSignal && p.terminationStatus == SIGTERM)
         let c = try counts(s)
         #expect(c.first == "sending 0" && c[2] == "queued 0", "\(c)")

@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 /// The store URLs under test, relative to a sandbox.
@@ -26,7 +27,7 @@ let twentyThousand: String = {
             let s = try Sandbox()
             let url = kind.replacingOccurrences(of: ":", with: ":\(s.home)/")
             let inputPath = try s.file("in.ndjson", input)
-            let p = Process()
+            let p = TestProcess()
             p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
             p.arguments = ["queue", "add", "--store", url]
             p.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
@@ -45,7 +46,7 @@ let twentyThousand: String = {
             }
             kill(p.processIdentifier, SIGKILL)
             echoed += out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
+            try p.wait()
             // Only complete lines were acknowledged.
             let text = String(decoding: echoed, as: UTF8.self)
             let complete = text.hasSuffix("\n") ? text : String(text[..<(text.lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex)])
@@ -176,7 +177,7 @@ let twentyThousand: String = {
         for round in 0..<12 {
             let path = "\(s.home)/r\(round).sqlite"
             #expect(try s.sh("cp \(s.home)/v3.sqlite \(path)").status == 0)
-            let p = Process()
+            let p = TestProcess()
             p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
             p.arguments = ["recover", "--store", "sqlite:\(path)"]
             p.standardInput = FileHandle.nullDevice
@@ -185,7 +186,7 @@ let twentyThousand: String = {
             try p.run()
             usleep(useconds_t(Double(round) / 12 * span * 1_000_000))
             kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
+            try p.wait()
             let version = try s.sh("sqlite3 \(path) 'PRAGMA user_version'").out.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(version == "3" || version == "9", "round \(round): schema \(version)")
             versions.insert(version)

@@ -1,4 +1,5 @@
 import Foundation
+import MsgKitTesting
 
 /// A program running in a real pseudo-terminal (a tmux pane on a server of its
 /// own), driven by keystrokes and read off the screen, as a person would use it.
@@ -41,28 +42,11 @@ final class TerminalSession {
         return nil
     }
 
-    /// Runs a tmux command. A client that may start the server is spawned directly
-    /// and reaped with waitpid: Foundation's Process waits for descriptors the
-    /// daemonized server inherits, so it would wait for good.
+    /// Runs a tmux command. A client that starts the server leaves it running,
+    /// daemonized, with none of this process's descriptors (TestProcess starts
+    /// children with 0, 1 and 2 alone) and in a session of its own.
     private func tmux(_ arguments: [String], capture: Bool = true) -> (status: Int32, output: String) {
-        if !capture {
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            for fd: Int32 in 0...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_RDWR, 0) }
-            // Nothing else: the server lives through the suite, and a pipe another test
-            // made a moment ago (Foundation's are not close-on-exec) would never see
-            // its end while the server held it, so that test's read would hang.
-            closeFrom3(&actions)
-            let argv = (["tmux", "-L", socket, "-f", "/dev/null"] + arguments).map { strdup($0) } + [nil]
-            defer { for a in argv { free(a) } }
-            var pid: pid_t = 0
-            guard posix_spawn(&pid, "/usr/bin/tmux", &actions, nil, argv, environ) == 0 else { return (-1, "") }
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            return (status, "")
-        }
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/tmux")
         p.arguments = ["-L", socket, "-f", "/dev/null"] + arguments
         let out = Pipe()
@@ -71,15 +55,7 @@ final class TerminalSession {
         p.standardInput = FileHandle.nullDevice
         do { try p.run() } catch { return (-1, "") }
         let data = capture ? out.fileHandleForReading.readDataToEndOfFile() : Data()
-        p.waitUntilExit()
+        try? p.wait()
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
-}
-
-/// `posix_spawn_file_actions_addclosefrom_np(actions, 3)` (glibc 2.34), which
-/// Swift's Glibc module does not show: looked up by name.
-private func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
-    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
-    _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, 3)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct WatchTests {
@@ -27,7 +28,7 @@ import Testing
         let second = readLines(out, count: 1)
         #expect(try records(second.joined(separator: "\n")).map { "\($0.body) \($0.status)" } == ["second sent"])
         kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
+        try p.wait()
         #expect(p.terminationReason == .exit && p.terminationStatus == 0)
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(stderr == "msg: stopping (SIGTERM): 2 sent, 0 deferred, 0 dead\n")

@@ -206,18 +206,9 @@ import Testing
     }
 }
 
-/// The standard output of `command` run by /bin/sh.
+/// What `command`, run by /bin/sh, printed on standard output and error.
 func run(_ command: String) throws -> String {
-    guard let pipe = popen(command, "r") else { throw MsgError(.storeIO, "popen") }
-    var out: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let n = fread(&buffer, 1, buffer.count, pipe)
-        if n <= 0 { break }
-        out += buffer[0..<n]
-    }
-    pclose(pipe)
-    return String(decoding: out, as: UTF8.self)
+    try TestProcess.sh(command).text
 }
 
 extension String {

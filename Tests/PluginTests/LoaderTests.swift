@@ -57,7 +57,7 @@ import Testing
         let fd = try SystemCalls.open(source, O_WRONLY | O_CREAT, code: .storeIO)
         try SystemCalls.writeAll(fd, Array(code.utf8), code: .storeIO, what: source)
         close(fd)
-        #expect(system("cc -shared -fPIC -o '\(dir)/libOther.so' '\(source)'") == 0)
+        #expect(try TestProcess.sh("cc -shared -fPIC -o '\(dir)/libOther.so' '\(source)'").status == 0)
         chmod(dir, 0o755)
         let isolated = PluginLoader(extraDirectories: [dir], registry: PluginRegistry())
         do {
@@ -83,7 +83,7 @@ import Testing
         let fd = try SystemCalls.open(source, O_WRONLY | O_CREAT, code: .storeIO)
         try SystemCalls.writeAll(fd, Array(code.utf8), code: .storeIO, what: source)
         close(fd)
-        #expect(system("cc -shared -fPIC -o '\(dir)/libOlder.so' '\(source)'") == 0)
+        #expect(try TestProcess.sh("cc -shared -fPIC -o '\(dir)/libOlder.so' '\(source)'").status == 0)
         chmod(dir, 0o755)
         try PluginLoader(extraDirectories: [dir], registry: PluginRegistry()).load("\(dir)/libOlder.so")
     }

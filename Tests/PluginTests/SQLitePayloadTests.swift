@@ -35,7 +35,7 @@ import Testing
         let cut = try #require(text.withUnsafeBufferPointer { RecordLayout.parts(of: $0, historyOffset: EncodedMessage(big).historyOffset) }?.lifeStart)
         #expect(try Self.query(path, "SELECT count(*), sum(length(CAST(content AS BLOB))) FROM payloads") == "1|\(cut)", "only the large one, its content alone")
         #expect(try Self.query(path, "SELECT content_len, length(CAST(record AS BLOB)) FROM messages ORDER BY rid") == "\(cut)|\(text.count - cut)\n0|\(EncodedMessage(small).json.count)")
-        #expect(system("sqlite3 '\(path)' \"CREATE TABLE writes (n INTEGER); CREATE TRIGGER w1 AFTER UPDATE ON payloads BEGIN INSERT INTO writes VALUES (1); END; CREATE TRIGGER w2 AFTER INSERT ON payloads BEGIN INSERT INTO writes VALUES (2); END; CREATE TRIGGER w3 AFTER DELETE ON payloads BEGIN INSERT INTO writes VALUES (3); END;\"") == 0)
+        #expect(try TestProcess.sh("sqlite3 '\(path)' \"CREATE TABLE writes (n INTEGER); CREATE TRIGGER w1 AFTER UPDATE ON payloads BEGIN INSERT INTO writes VALUES (1); END; CREATE TRIGGER w2 AFTER INSERT ON payloads BEGIN INSERT INTO writes VALUES (2); END; CREATE TRIGGER w3 AFTER DELETE ON payloads BEGIN INSERT INTO writes VALUES (3); END;\"").status == 0)
         let now = Fixtures.t0.adding(.seconds(1))
         let taken = try store.claim(Query(statuses: [.queued]), limit: 10) { (m) throws(MsgError) -> Message? in
             var x = m
@@ -85,7 +85,7 @@ import Testing
         let store = try loader.openStore("sqlite:\(path)")
         let big = Self.large(1)
         _ = try store.add([big, Fixtures.message(2)])
-        #expect(system("sqlite3 '\(path)' 'DELETE FROM payloads'") == 0)
+        #expect(try TestProcess.sh("sqlite3 '\(path)' 'DELETE FROM payloads'").status == 0)
         let read = try #require(try store.get(big.id))
         #expect(read.message.isDamaged, "\(String(decoding: read.json, as: UTF8.self))")
         #expect(read.message.id == big.id)
@@ -103,7 +103,7 @@ import Testing
         let store = try loader.openStore("sqlite:\(path)")
         let big = Self.large(1)
         _ = try store.add([big])
-        #expect(system("sqlite3 '\(path)' \"UPDATE payloads SET content = CAST(substr(CAST(content AS BLOB), 1, 80) || zeroblob(64) || substr(CAST(content AS BLOB), 145) AS TEXT)\"") == 0)
+        #expect(try TestProcess.sh("sqlite3 '\(path)' \"UPDATE payloads SET content = CAST(substr(CAST(content AS BLOB), 1, 80) || zeroblob(64) || substr(CAST(content AS BLOB), 145) AS TEXT)\"").status == 0)
         #expect(try Self.query(path, "SELECT instr(CAST(content AS BLOB), x'00') FROM payloads") == "81", "zeros planted")
         for history in [true, false] {
             var texts: [[UInt8]] = []
@@ -132,12 +132,12 @@ import Testing
         let fd = try SystemCalls.open(file, O_WRONLY | O_CREAT, code: .storeIO)
         try SystemCalls.writeAll(fd, whole.json, code: .storeIO, what: file)
         close(fd)
-        #expect(system("""
+        #expect(try TestProcess.sh("""
             sqlite3 '\(path)' "DROP TABLE payloads; ALTER TABLE messages DROP COLUMN content_len; DROP TABLE ledger; DROP TABLE ledger_removed; \
             ALTER TABLE messages DROP COLUMN ledger; ALTER TABLE messages DROP COLUMN history_n; ALTER TABLE messages DROP COLUMN content_fp; PRAGMA user_version = 7; \
             INSERT INTO messages (id, status, recipient, created_at, updated_at, open, record, history_at) \
             VALUES ('\(m.id)', 'queued', '\(m.to)', \(m.createdAt.milliseconds), \(m.updatedAt.milliseconds), 1, CAST(readfile('\(file)') AS TEXT), \(whole.historyOffset))"
-            """) == 0)
+            """).status == 0)
         let store = try loader.openStore("sqlite:\(path)")
         #expect(try Self.query(path, "PRAGMA user_version; SELECT count(*) FROM payloads") == "9\n0")
         #expect(try store.get(m.id)?.json == whole.json, "read as it was stored")

@@ -50,7 +50,7 @@ import Testing
     @Test func anotherApplicationsDatabaseIsLeftAlone() throws {
         let dir = temporaryDirectory()
         let path = "\(dir)/app.db"
-        #expect(system("sqlite3 '\(path)' 'CREATE TABLE notes(t TEXT); INSERT INTO notes VALUES (1)'") == 0)
+        #expect(try TestProcess.sh("sqlite3 '\(path)' 'CREATE TABLE notes(t TEXT); INSERT INTO notes VALUES (1)'").status == 0)
         let before = try readFile(path)
         for access in [StoreAccess.read, .write] {
             do {
@@ -192,7 +192,7 @@ import Testing
         let dir = temporaryDirectory()
         let path = "\(dir)/q.sqlite"
         _ = try loader.openStore("sqlite:\(path)")
-        #expect(system("sqlite3 '\(path)' 'PRAGMA user_version = 99'") == 0)
+        #expect(try TestProcess.sh("sqlite3 '\(path)' 'PRAGMA user_version = 99'").status == 0)
         do {
             _ = try loader.openStore("sqlite:\(path)")
             Issue.record("opened a newer schema")
@@ -213,7 +213,7 @@ import Testing
         let old = try store.changeFloor(since: nil).mark
         #expect(old == 1)
         // 8,190 commits' rows, as if made by other processes, then one more commit (8,192): the prune.
-        #expect(system("sqlite3 '\(path)' 'WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 8191) INSERT INTO claim_floors (seq, created_at) SELECT i, 9000000000000 FROM n'") == 0)
+        #expect(try TestProcess.sh("sqlite3 '\(path)' 'WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 8191) INSERT INTO claim_floors (seq, created_at) SELECT i, 9000000000000 FROM n'").status == 0)
         #expect(try store.changeFloor(since: old).floor == .from(ClaimPosition(createdAt: Timestamp(milliseconds: 9_000_000_000_000), id: "")), "all kept so far")
         _ = try store.add([Fixtures.message(2, createdOffset: 5)])
         let now = try store.changeFloor(since: old)

@@ -27,7 +27,7 @@ import Testing
         let dir = temporaryDirectory() + "/drop"
         let transport = try loader.openTransport("file:\(dir)")
         #expect(transport.deliver([Fixtures.message(1)], deadline: .seconds(3)) == [.delivered(confirmed: false)])
-        #expect(system("rm -rf '\(dir)'") == 0)
+        #expect(try TestProcess.sh("rm -rf '\(dir)'").status == 0)
         #expect(transport.deliver([Fixtures.message(2)], deadline: .seconds(3)) == [.delivered(confirmed: false)])
         #expect(dropped(dir) == [Fixtures.message(2).id: 1])
     }
@@ -60,7 +60,7 @@ import Testing
             let drop = "\(dir)/drop"
             let transport = try loader.openTransport("file:\(drop)")
             #expect(mkdir("\(dir)/elsewhere", 0o700) == 0)
-            #expect(system("rm -rf '\(drop)/\(sub)'") == 0 && symlink("\(dir)/elsewhere", "\(drop)/\(sub)") == 0)
+            #expect(try TestProcess.sh("rm -rf '\(drop)/\(sub)'").status == 0 && symlink("\(dir)/elsewhere", "\(drop)/\(sub)") == 0)
             guard case .failed(let error, _)? = transport.deliver([Fixtures.message(1)], deadline: .seconds(3)).first else {
                 Issue.record("delivered through a link at \(sub)/")
                 continue

@@ -36,6 +36,35 @@ int msg_spawn(const char *file, char *const argv[], char *const envp[],
     return rc;
 }
 
+int msg_spawn_io(const char *path, char *const argv[], char *const envp[], const char *dir,
+                 int stdin_fd, int stdout_fd, int stderr_fd, pid_t *pid) {
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t actions;
+    int rc = posix_spawnattr_init(&attr);
+    if (rc != 0) return rc;
+    rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) { posix_spawnattr_destroy(&attr); return rc; }
+
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if ((rc = posix_spawnattr_setflags(&attr, flags)) == 0
+        && (rc = posix_spawnattr_setpgroup(&attr, 0)) == 0
+        && (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0
+        && (rc = posix_spawnattr_setsigdefault(&attr, &all)) == 0
+        && (rc = posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0)) == 0
+        && (rc = posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1)) == 0
+        && (rc = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2)) == 0
+        && (dir == NULL || (rc = posix_spawn_file_actions_addchdir_np(&actions, dir)) == 0)
+        && (rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0) {
+        rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
 int msg_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }

@@ -15,6 +15,15 @@
 int msg_spawn(const char *file, char *const argv[], char *const envp[],
               int stdin_fd, int stderr_fd, pid_t *pid);
 
+/// Starts `path` (no PATH look-up) with `argv` and `envp` in a new process group
+/// of its own, every signal's disposition default and none blocked, in directory
+/// `dir` (NULL: this process's), with standard input, output and error the
+/// descriptors given and no other open. For runners that wait with a deadline
+/// and end the whole group (the tests' TestProcess).
+/// Returns 0 and the child's pid in `*pid`, or an errno value.
+int msg_spawn_io(const char *path, char *const argv[], char *const envp[], const char *dir,
+                 int stdin_fd, int stdout_fd, int stderr_fd, pid_t *pid);
+
 /// Makes this process the reaper of its orphaned descendants
 /// (PR_SET_CHILD_SUBREAPER), so what a killed command started is reparented to
 /// msg and reaped by it, not left to an init that may never reap it.

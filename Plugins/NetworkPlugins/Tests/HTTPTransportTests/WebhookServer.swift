@@ -1,12 +1,13 @@
 import Foundation
 import MsgKit
+import MsgKitTesting
 
 /// scripts/webhook-server, started on loopback for one test and stopped when the
 /// value goes away: a real HTTP server (Python's http.server, and its ssl for TLS).
 final class WebhookServer {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    let process = Process()
+    let process = TestProcess()
     let port: Int
     let logPath: String
 
@@ -29,7 +30,7 @@ final class WebhookServer {
 
     deinit {
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        try? process.wait()
     }
 
     /// What it logged, one entry per request.
@@ -58,19 +59,9 @@ func temporaryDirectory() -> String {
 /// Runs a command and fails when it fails.
 @discardableResult
 func shell(_ script: String, in directory: String) throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/bin/sh")
-    p.arguments = ["-c", script]
-    p.currentDirectoryURL = URL(fileURLWithPath: directory)
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = out
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard p.terminationStatus == 0 else { throw MsgError(.config, "\(script) failed: \(text)") }
-    return text
+    let r = try TestProcess.sh(script, in: directory)
+    guard r.status == 0 else { throw MsgError(.config, "\(script) failed: \(r.text)") }
+    return r.text
 }
 
 /// Two certificate authorities made with openssl: `ca.pem` signs the server's
