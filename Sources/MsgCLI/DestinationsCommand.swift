@@ -32,12 +32,23 @@ struct DestinationsListCommand: SessionCommand {
     func run(_ session: Session) throws {
         let now = Timestamp.now()
         let entries = try Destinations(store: try session.store(.read), key: key).list()
+        // Which transport each takes (the config file's [destination] sections), when
+        // destinations are recipients; shown without credentials or parameters.
+        let transport: ((String) -> String)? = key == .recipient ? { Session.shown(session.transportURL(for: $0)) } : nil
         let out = session.console.buffer()
         switch format ?? session.console.format {
         case .table:
-            out.write(DestinationTable.render(entries, now: now, width: session.console.width))
+            out.write(DestinationTable.render(entries, now: now, width: session.console.width,
+                                              transport: session.settings.routes.isEmpty ? nil : transport))
         default:
-            out.writeJSON(entries.map { Destinations.json($0, now: now) }, asArray: format == .json)
+            out.writeJSON(entries.map { e in
+                var json = Destinations.json(e, now: now)
+                if let transport, case .object(var members) = json {
+                    members.insert(.init("transport", .string(transport(e.key))), at: 1)
+                    json = .object(members)
+                }
+                return json
+            }, asArray: format == .json)
         }
         try out.flush()
     }

@@ -48,18 +48,22 @@ struct FlushCommand: SessionCommand {
         let events = try eventOptions.sink(session)
         defer { events?.close() }
         let checkpointSeed = try checkpoint.key()
-        var options = policy.options(statuses: [.queued])
+        // A watch is the whole service: it sends what is queued and retries what
+        // failed when its next attempt is due, under the same per-destination rules.
+        var options = policy.options(statuses: watch ? [.queued, .failed] : [.queued])
         options.targets = ids
         options.limit = limit
         // A watch says no summary per run: what waits for held destinations is not counted.
         options.countsHeld = !watch
         options.leavesScanHint = !watch
-        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
+        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(session.settings.retry),
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
         if watch {
             // A daemon rides out a store that goes away (a PostgreSQL restart): it waits and goes on.
             flusher.outage = StoreOutage(store: session.settings.store, stop: stopping.request, reporter: session.reporter)
+            // A daemon's journal: failures and recoveries as they happen, a few a minute per destination.
+            flusher.outcomeLog = OutcomeLog()
         }
         let server = try metrics.map { (address) throws(MsgError) in
             try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),
@@ -76,7 +80,8 @@ struct FlushCommand: SessionCommand {
         // interrupts a plain flush, which then ends as the signal would have ended it.
         if let stopped = summary.stopped {
             if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
-            try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
+            // Stopped as asked, a watch has done its job, whatever waits for later.
+            return try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
         }
         if let line = summary.failureLine { session.console.say(line) }
         // The transport cannot deliver as configured: what was not attempted is back

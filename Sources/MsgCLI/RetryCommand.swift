@@ -78,7 +78,7 @@ struct RetryCommand: SessionCommand {
         options.rules.reason = reason
         options.pace = pace
         options.leavesScanHint = true
-        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(),
+        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(session.settings.retry),
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
             .run(progress: session.console.progress("retried"))
@@ -89,7 +89,7 @@ struct RetryCommand: SessionCommand {
         summary.reportDamaged(in: session.settings.store, to: session.reporter)
         if let stopped = summary.stopped {
             if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
-            try finish(stopped.exitStatus)
+            return try finish(stopped.exitStatus)
         }
         if let line = summary.failureLine { session.console.say(line) }
         if let error = summary.misconfigured { throw error }

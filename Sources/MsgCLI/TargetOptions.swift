@@ -48,17 +48,24 @@ struct TargetOptions: ParsableArguments {
 /// (65 when it had bad lines). - Returns: false when there are ids to act on.
 func nothingGiven(_ ids: [String]?, badLines: Int, _ session: Session) throws -> Bool {
     guard let ids, ids.isEmpty else { return false }
-    session.reporter.say("0 messages: standard input named none (give </dev/null to act on what the filter matches)")
+    // One line that says the fix: cron starts a job with standard input an empty
+    // pipe, and cron mails this line to the user.
+    session.reporter.say(badLines > 0 ? "0 messages: standard input named none"
+        : "0 messages: standard input is an empty pipe or file, which names none (as cron gives a job); to act on every message the command takes, run it with </dev/null")
     try finish(badLines > 0 ? 65 : 0)
     return true
 }
 /// The retry policy and deadline of `flush` and `retry` (docs/DESIGN.md 6).
 struct PolicyOptions: ParsableArguments {
-    @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead.") var maxAttempts = 3
-    @Option(name: .customLong("backoff-base"), help: "The delay after the first failure (default: 1s).", transform: ArgumentValue.duration)
-    var backoffBase = MsgDuration.seconds(1)
-    @Option(name: .customLong("backoff-cap"), help: "The longest delay (default: 30s).", transform: ArgumentValue.duration)
-    var backoffCap = MsgDuration.seconds(30)
+    @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead; 0: no count, the give-up age decides (default: 0, or max_attempts in the config file). Promised to each message this run fails.")
+    var maxAttempts: Int?
+    @Option(name: .customLong("give-up-after"), help: ArgumentHelp("A message still failing this long after its first failure is dead (default: 5d, or give_up_after in the config file). Promised to each message this run fails.", valueName: "duration"),
+            transform: ArgumentValue.duration)
+    var giveUpAfter: MsgDuration?
+    @Option(name: .customLong("backoff-base"), help: "The delay after the first failure (default: 1s, or backoff_base in the config file).", transform: ArgumentValue.duration)
+    var backoffBase: MsgDuration?
+    @Option(name: .customLong("backoff-cap"), help: "The longest delay (default: 1h, or backoff_cap in the config file).", transform: ArgumentValue.duration)
+    var backoffCap: MsgDuration?
     @Option(help: "Extra random delay, as a fraction of the delay (0.1 = up to 10%).") var jitter = 0.1
     @Option(help: "The deadline of each attempt (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
     @Option(help: "Messages per batch: one claim commit, one outcome commit; handed to the transport in calls of about 250 ms.") var batch = 1024
@@ -81,17 +88,40 @@ struct PolicyOptions: ParsableArguments {
         if burst < 1 { throw ValidationError("--burst must be at least 1") }
         if breaker < 0 { throw ValidationError("--breaker must be 0 or more") }
         if breakerCooldown.milliseconds < 1 { throw ValidationError("--breaker-cooldown must be positive") }
-        if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if let maxAttempts, maxAttempts < 0 { throw ValidationError("--max-attempts must be 0 (no count) or more") }
+        for (flag, d) in [("--give-up-after", giveUpAfter), ("--backoff-base", backoffBase), ("--backoff-cap", backoffCap)] {
+            if let d, d.milliseconds < 1 { throw ValidationError("\(flag) must be longer than 0") }
+        }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
     }
 
-    func policy() -> RetryPolicy {
-        var p = RetryPolicy()
-        p.maxAttempts = maxAttempts
-        p.base = backoffBase
-        p.cap = backoffCap
+    /// The policy of this run: the flags given over `configured` (the config
+    /// file's, over the defaults). A flag applies to every destination this run,
+    /// over the config file's sections too.
+    func policy(_ configured: RetryPolicy) -> RetryPolicy {
+        var p = configured
         p.jitter = jitter
+        if let maxAttempts {
+            p.maxAttempts = maxAttempts
+            p.overrides.maxAttempts = true
+        }
+        if let giveUpAfter {
+            p.giveUpAfter = giveUpAfter
+            p.overrides.giveUpAfter = true
+        }
+        if let backoffBase { p.base = backoffBase }
+        if let backoffCap { p.cap = backoffCap }
+        if maxAttempts != nil || giveUpAfter != nil || backoffBase != nil || backoffCap != nil {
+            p.destinations = p.destinations.map { d in
+                var d = d
+                if maxAttempts != nil { d.maxAttempts = nil }
+                if giveUpAfter != nil { d.giveUpAfter = nil }
+                if backoffBase != nil { d.base = nil }
+                if backoffCap != nil { d.cap = nil }
+                return d
+            }
+        }
         return p
     }
 

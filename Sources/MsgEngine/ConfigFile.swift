@@ -5,16 +5,49 @@ import MsgKit
 import MsgSupport
 
 /// The config file: `key = value` lines, `#` comments. Keys: `store`, `transport`,
-/// `plugin_path`, `listen`. Values may use `$MSG_HOME`, `$HOME` and a leading `~/`
-/// (also right after a scheme: `sqlite:~/q.db`).
+/// `plugin_path`, `listen`, and the retry policy (`max_attempts`, `backoff_base`,
+/// `backoff_cap`, `give_up_after`, named after the flags). A `[destination PATTERN]`
+/// line starts a section for the destinations whose recipient matches PATTERN (as
+/// `--to`: fnmatch(3)): its `transport` and policy keys apply to them, as Postfix's
+/// transport(5) table routes mail; the first section that matches a recipient wins.
+/// Values may use `$MSG_HOME`, `$HOME` and a leading `~/` (also right after a
+/// scheme: `sqlite:~/q.db`).
 ///
 /// Read from `--config`/`MSG_CONFIG` (which must exist), else
 /// `$XDG_CONFIG_HOME/msg/config` or `~/.config/msg/config` when present.
 enum ConfigFile {
-    static let keys: Set<String> = ["store", "transport", "plugin_path", "listen"]
+    static let policyKeys: Set<String> = ["max_attempts", "backoff_base", "backoff_cap", "give_up_after"]
+    static let keys = Set(["store", "transport", "plugin_path", "listen"]).union(policyKeys)
+    static let sectionKeys = Set(["transport"]).union(policyKeys)
+
+    /// A value and where it was written, for errors that name the line.
+    struct Value: Sendable, Equatable {
+        var text: String
+        var line: Int
+    }
+
+    /// A `[destination PATTERN]` section.
+    struct Section: Sendable, Equatable {
+        var pattern: String
+        var line: Int
+        var values: [String: Value] = [:]
+    }
+
+    /// What a config file says.
+    struct Contents: Sendable, Equatable {
+        var path = ""
+        var values: [String: Value] = [:]
+        var sections: [Section] = []
+        subscript(key: String) -> String? { values[key]?.text }
+
+        /// An error about `value` of `key`, naming the file and line.
+        func error(_ key: String, _ value: Value, _ why: String) -> MsgError {
+            MsgError(.config, "\(path) line \(value.line): \(key): \(why)")
+        }
+    }
 
     /// - Throws: `config` for a missing explicit file, an unreadable one or a bad line.
-    static func load(explicit: String?, env: (String) -> String?) throws(MsgError) -> [String: String] {
+    static func load(explicit: String?, env: (String) -> String?) throws(MsgError) -> Contents {
         let path: String
         if let explicit {
             path = explicit
@@ -23,31 +56,53 @@ enum ConfigFile {
         } else if let home = env("HOME") {
             path = home + "/.config/msg/config"
         } else {
-            return [:]
+            return Contents()
         }
         let text: String
         do throws(MsgError) {
             text = try readText(path)
         } catch {
             let cause = error.underlying as? Errno
-            if explicit == nil, cause?.rawValue == ENOENT { return [:] }
+            if explicit == nil, cause?.rawValue == ENOENT { return Contents() }
             throw MsgError(.config, "cannot read config file \(path): \(cause?.description ?? error.message)", underlying: cause)
         }
-        var values: [String: String] = [:]
+        return try parse(text, path: path)
+    }
+
+    /// Parses a config file's text.
+    static func parse(_ text: String, path: String) throws(MsgError) -> Contents {
+        var contents = Contents(path: path)
         // Lines split as bytes: "\r\n" is one Character in Swift, not "\n".
         for (i, raw) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             let line = String(decoding: raw, as: UTF8.self).trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]"), line.dropFirst().hasPrefix("destination ") else {
+                    throw MsgError(.config, "\(path) line \(i + 1): expected '[destination PATTERN]', a section for the destinations matching PATTERN")
+                }
+                let pattern = String(line.dropFirst("[destination ".count).dropLast()).trimmingSpaces()
+                guard !pattern.isEmpty else { throw MsgError(.config, "\(path) line \(i + 1): the section names no destination pattern") }
+                contents.sections.append(Section(pattern: pattern, line: i + 1))
+                continue
+            }
             guard let eq = line.firstIndex(of: "=") else {
                 throw MsgError(.config, "\(path) line \(i + 1): expected 'key = value'")
             }
             let key = String(line[..<eq]).trimmingSpaces()
-            guard keys.contains(key) else {
-                throw MsgError(.config, "\(path) line \(i + 1): unknown key '\(key)'; known keys: \(keys.sorted().joined(separator: ", "))")
+            let value = Value(text: String(line[line.index(after: eq)...]).trimmingSpaces(), line: i + 1)
+            if let last = contents.sections.indices.last {
+                guard sectionKeys.contains(key) else {
+                    throw MsgError(.config, "\(path) line \(i + 1): '\(key)' cannot be set per destination; in a [destination] section: \(sectionKeys.sorted().joined(separator: ", "))")
+                }
+                contents.sections[last].values[key] = value
+            } else {
+                guard keys.contains(key) else {
+                    throw MsgError(.config, "\(path) line \(i + 1): unknown key '\(key)'; known keys: \(keys.sorted().joined(separator: ", "))")
+                }
+                contents.values[key] = value
             }
-            values[key] = String(line[line.index(after: eq)...]).trimmingSpaces()
         }
-        return values
+        return contents
     }
 
     static func readText(_ path: String) throws(MsgError) -> String {

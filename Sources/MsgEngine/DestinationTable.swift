@@ -6,19 +6,23 @@ import MsgKit
 /// which gets the room that is left. Fits 80 cells; a wider terminal widens WHY.
 public enum DestinationTable {
     /// The table of `entries` at `now` in `width` cells (nil: as wide as it likes).
-    public static func render(_ entries: [Destinations.Entry], now: Timestamp, width: Int?) -> String {
+    /// With `transport`, a TRANSPORT column says which each destination takes.
+    public static func render(_ entries: [Destinations.Entry], now: Timestamp, width: Int?, transport: ((String) -> String)? = nil) -> String {
         let rows = entries.map { e -> [String] in
             let (state, until) = hold(e, now: now)
             let why = e.state.suspension.flatMap { $0.holds(at: now) ? $0.reason : nil }
                 ?? e.state.lastError.map { "\($0.code): \($0.message)" } ?? ""
             return [TextTable.escaped(e.key), state, until.map { RecordFormatter.relative($0, now: now) } ?? "",
-                    String(e.queued), String(e.failed), String(e.sending), why]
+                    String(e.queued), String(e.failed), String(e.sending)] + (transport.map { [TextTable.escaped($0(e.key))] } ?? []) + [why]
         }
         let longest = rows.map { TextTable.displayWidth($0[0]) }.max() ?? 0
         // Not at a terminal: WHY whole.
-        let why: TextTable.Column = width == nil ? .fixed("WHY", rows.map { TextTable.displayWidth($0[6]) }.max() ?? 3) : .flexible("WHY", share: 1)
-        let table = TextTable([.fixed("DESTINATION", max(11, longest)), .fixed("STATE", 9), .fixed("UNTIL", 7), .fixed("QUEUED", 6),
-                               .fixed("FAILED", 6), .fixed("SENDING", 7), why], width: width)
+        let whyAt = transport == nil ? 6 : 7
+        let why: TextTable.Column = width == nil ? .fixed("WHY", rows.map { TextTable.displayWidth($0[whyAt]) }.max() ?? 3) : .flexible("WHY", share: 1)
+        var columns: [TextTable.Column] = [.fixed("DESTINATION", max(11, longest)), .fixed("STATE", 9), .fixed("UNTIL", 7), .fixed("QUEUED", 6),
+                                           .fixed("FAILED", 6), .fixed("SENDING", 7)]
+        if transport != nil { columns.append(.fixed("TRANSPORT", max(9, rows.map { TextTable.displayWidth($0[6]) }.max() ?? 0))) }
+        let table = TextTable(columns + [why], width: width)
         return table.header + rows.map(table.row).joined()
     }
 

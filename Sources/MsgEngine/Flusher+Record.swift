@@ -27,6 +27,7 @@ extension Flusher {
                     summary.dead += 1  // expired before its turn
                     summary.lastFailure = change.record.message.lastError
                     events?.emit(.dead(change.record.message, destination: item.key, at: now))
+                    tell(change.record.message, destination: item.key, now: now)
                     writeOut { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
                 } else {
                     summary.released += 1  // put back as it was: nothing to print
@@ -49,6 +50,7 @@ extension Flusher {
                 summary.deferred += 1
                 summary.lastFailure = change.record.message.lastError
             }
+            tell(change.record.message, destination: item.key, now: now)
             // The record as just stored, without history, from the same encoding.
             writeOut { () throws(MsgError) in try writer.writeRaw(change.record.jsonWithoutHistory) }
         }
@@ -64,9 +66,15 @@ extension Flusher {
             summary.dead += 1
             summary.lastFailure = r.message.lastError
             events?.emit(.dead(r.message, destination: options.rules.key.of(r.message), at: now))
+            tell(r.message, destination: options.rules.key.of(r.message), now: now)
             writeOut { () throws(MsgError) in try writer.writeRaw(r.jsonWithoutHistory) }
         }
         writeOut { () throws(MsgError) in try writer.finish() }
+    }
+
+    /// Says on stderr what the outcome log has to say of `m`'s outcome, if anything.
+    func tell(_ m: Message, destination: String, now: Timestamp) {
+        if outcomeLog != nil, let line = outcomeLog?.outcome(m, destination: destination, now: now) { reporter.say(line) }
     }
 
     /// Runs a write to standard output unless it has failed before.

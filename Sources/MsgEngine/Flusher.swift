@@ -70,6 +70,9 @@ public final class Flusher {
     let events: EventSink?
     /// Rides out a store that cannot be reached (`flush --watch`); nil: its error ends the run.
     public var outage: StoreOutage?
+    /// Tells failures, dead messages and recoveries on stderr as they happen
+    /// (`flush --watch`, for the journal); nil: the run's summary tells them.
+    public var outcomeLog: OutcomeLog?
 
     /// A flusher; `clock`, `sleep` and `unit` (a random number in [0, 1), for jitter)
     /// are injected so tests control time. `stop` is asked between transport calls.

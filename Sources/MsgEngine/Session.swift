@@ -84,15 +84,50 @@ public final class Session {
     /// The transport, opened on first use. - Throws: `unavailable`, `config`.
     /// Another transport of the same URL, for one more delivery worker.
     public func anotherTransport() throws(MsgError) -> any Transport {
-        try loader.openTransport(settings.transport)
+        try openRouted()
     }
 
     public func transport() throws(MsgError) -> any Transport {
         if let openTransport { return openTransport }
-        let t = try loader.openTransport(settings.transport)
+        let t = try openRouted()
         openTransport = t
-        if let warning = Self.clearTextToken(settings.transport) { reporter.say(warning) }
+        for url in [settings.transport] + settings.routes.map(\.transport) {
+            if let warning = Self.clearTextToken(url) { reporter.say(warning) }
+        }
         return t
+    }
+
+    /// The transport of the settings: with routes (the config file's
+    /// `[destination]` sections), one that picks a route per message. A route that
+    /// cannot be opened is a configuration error naming its section.
+    private func openRouted() throws(MsgError) -> any Transport {
+        let fallback = try loader.openTransport(settings.transport)
+        guard !settings.routes.isEmpty else { return fallback }
+        var routes: [RoutingTransport.Route] = []
+        for route in settings.routes {
+            do throws(MsgError) {
+                routes.append(RoutingTransport.Route(pattern: route.pattern, url: route.transport, transport: try loader.openTransport(route.transport)))
+            } catch {
+                throw MsgError(error.code, "[destination \(route.pattern)] transport: \(error.message)", underlying: error.underlying)
+            }
+        }
+        return RoutingTransport(routes: routes, fallback: fallback)
+    }
+
+    /// A transport URL as shown to a person: no credentials (`user:password@`), no
+    /// parameters (a token, a key file); the scheme, host and path say which it is.
+    public static func shown(_ url: String) -> String {
+        let text = String(url.prefix { $0 != "?" })
+        guard let scheme = text.firstRange(of: "://") else { return text }
+        let rest = text[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return text }
+        return String(text[..<scheme.upperBound] + rest[rest.index(after: at)...])
+    }
+
+    /// The transport URL messages to `to` take (``Settings/routes``, else the one).
+    public func transportURL(for to: String) -> String {
+        RoutingTransport.route(of: to, patterns: settings.routes.map(\.pattern)).map { settings.routes[$0].transport } ?? settings.transport
     }
 
     /// The warning, said once a command, for a token that tcp:// sends in clear text

@@ -15,6 +15,25 @@ public struct Settings: Sendable, Equatable {
     /// Where `msg listen` listens when not told (`MSG_LISTEN`, `listen` in the config
     /// file): so a token in it need not be given in argv.
     public var listen: String? = nil
+    /// The retry policy the config file sets (global keys and `[destination]`
+    /// sections), over the defaults; a run's flags go over it.
+    public var retry = RetryPolicy()
+    /// Per destination pattern, the transport its messages take (the config file's
+    /// `[destination PATTERN]` sections with a `transport`), in the file's order; the
+    /// first that matches a recipient wins, the rest take ``transport``. Empty when
+    /// `--transport` or `MSG_TRANSPORT` named one transport for the run.
+    public var routes: [Route] = []
+
+    /// A destination pattern and the transport URL its messages take.
+    public struct Route: Sendable, Equatable {
+        public var pattern: String
+        public var transport: String
+        public init(pattern: String, transport: String) {
+            self.pattern = pattern
+            self.transport = transport
+        }
+    }
+
     /// The default store's file when no flag, variable or config file named a store
     /// (`$MSG_HOME/queue.sqlite`); nil when one was named. Before anything was
     /// queued it does not exist, and commands that only look see an empty queue.
@@ -52,12 +71,20 @@ public struct Settings: Sendable, Equatable {
         func fromFile(_ key: String) -> String? {
             file[key].map { ConfigFile.expand($0, home: home, env: env) }
         }
+        let explicitTransport = flags.transport ?? env("MSG_TRANSPORT")
         let named = flags.store ?? env("MSG_STORE") ?? fromFile("store")
         let store = named ?? "sqlite:\(home)/queue.sqlite"
         let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
         let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
-        return Settings(home: home, store: store, transport: transport,
-                        pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"),
-                        defaultStoreFile: named == nil ? "\(home)/queue.sqlite" : nil)
+        var settings = Settings(home: home, store: store, transport: transport,
+                                pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"),
+                                defaultStoreFile: named == nil ? "\(home)/queue.sqlite" : nil)
+        settings.retry = try RetryPolicy(config: file)
+        if explicitTransport == nil {
+            settings.routes = file.sections.compactMap { section in
+                section.values["transport"].map { Route(pattern: section.pattern, transport: ConfigFile.expand($0.text, home: home, env: env)) }
+            }
+        }
+        return settings
     }
 }

@@ -104,7 +104,7 @@ import Testing
             msg queue count --status queued < /dev/null
             """)
         #expect(r.lines == ["1", "0", "1"], "\(r.out) \(r.err)")
-        #expect(r.err.contains("msg: 0 messages: standard input named none"), "\(r.err)")
+        #expect(r.err.contains("msg: 0 messages: standard input is an empty pipe or file, which names none (as cron gives a job); to act on every message the command takes, run it with </dev/null"), "\(r.err)")
     }
 
     @Test func aTerminalLeavesTheChoiceToTheFilter() throws {

@@ -94,7 +94,9 @@ struct Mail {
     var utf8: Bool
 
     /// - Throws: `rejected` for a record that would not go as it is (MailText's
-    ///   refusals, an address that is not one); `config` when there is no sender.
+    ///   refusals, an address that is not one, no sender when the transport names
+    ///   none): that message is dead with why, and the rest go on (one bad message
+    ///   never stops the queue; only a setting that concerns every message does).
     init(_ m: Message, settings: SMTPSettings) throws(MsgError) {
         data = try MailText.render(m, from: settings.from, lineEnding: .crlf)
         to = try SMTPSettings.envelope(m.to, what: "to", code: .rejected)
@@ -103,7 +105,7 @@ struct Mail {
         } else if let from = settings.from {
             self.from = from
         } else {
-            throw MsgError(.config, "\(settings.display): a message without from needs the transport's from=ADDRESS for the envelope")
+            throw MsgError(.rejected, "the message has no from, and \(settings.display) names no from=ADDRESS for the envelope of such messages")
         }
         utf8 = !to.utf8.allSatisfy { $0 < 0x80 } || !from.utf8.allSatisfy { $0 < 0x80 }
     }
