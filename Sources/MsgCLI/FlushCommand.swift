@@ -48,15 +48,16 @@ struct FlushCommand: SessionCommand {
         let events = try eventOptions.sink(session)
         defer { events?.close() }
         let checkpointSeed = try checkpoint.key()
+        let runPolicy = policy.policy(session.settings.retry)
         // A watch is the whole service: it sends what is queued and retries what
         // failed when its next attempt is due, under the same per-destination rules.
-        var options = policy.options(statuses: watch ? [.queued, .failed] : [.queued])
+        var options = policy.options(statuses: watch ? [.queued, .failed] : [.queued], policy: runPolicy)
         options.targets = ids
         options.limit = limit
         // A watch says no summary per run: what waits for held destinations is not counted.
         options.countsHeld = !watch
         options.leavesScanHint = !watch
-        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(session.settings.retry),
+        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
                               options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
         if watch {

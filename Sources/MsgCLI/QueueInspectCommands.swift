@@ -30,7 +30,7 @@ struct QueueShowCommand: SessionCommand {
             let m = try operations.show(id)
             let why = try destinations.why(m)
             if table {
-                out.write((n > 0 ? "\n" : "") + RecordSheet.text(m, waiting: why))
+                out.write((n > 0 ? "\n" : "") + RecordSheet.text(m, waiting: why, policy: session.settings.retry))
             } else {
                 // The record stays a record; why it waits goes to stderr.
                 if let why { session.reporter.say("\(m.id) waits: \(why)") }

@@ -70,7 +70,8 @@ struct RetryCommand: SessionCommand {
             return
         }
         let checkpointSeed = try checkpoint.key()
-        var options = policy.options(statuses: [.failed])
+        let runPolicy = policy.policy(session.settings.retry)
+        var options = policy.options(statuses: [.failed], policy: runPolicy)
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
@@ -78,7 +79,7 @@ struct RetryCommand: SessionCommand {
         options.rules.reason = reason
         options.pace = pace
         options.leavesScanHint = true
-        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: policy.policy(session.settings.retry),
+        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
             .run(progress: session.console.progress("retried"))

@@ -79,15 +79,15 @@ struct PolicyOptions: ParsableArguments {
     @Option(help: "Messages a destination may get at once after an idle time, with --rate (default: 1).") var burst = 1
     @Option(help: "Retryable failures in a row that open a destination's circuit breaker; 0 never opens it (default: 5).")
     var breaker = 5
-    @Option(name: .customLong("breaker-cooldown"), help: "How long an open breaker waits before one message probes; doubles each time it opens again, up to 20 times (default: 30s).",
+    @Option(name: .customLong("breaker-cooldown"), help: "How long an open breaker waits before one message probes; doubles each time it opens again, up to 20 times (default: 30s, or the backoff cap when shorter).",
             transform: ArgumentValue.duration)
-    var breakerCooldown = MsgDuration.seconds(30)
+    var breakerCooldown: MsgDuration?
 
     func validate() throws {
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be from 1 to 256") }
         if burst < 1 { throw ValidationError("--burst must be at least 1") }
         if breaker < 0 { throw ValidationError("--breaker must be 0 or more") }
-        if breakerCooldown.milliseconds < 1 { throw ValidationError("--breaker-cooldown must be positive") }
+        if let breakerCooldown, breakerCooldown.milliseconds < 1 { throw ValidationError("--breaker-cooldown must be positive") }
         if let maxAttempts, maxAttempts < 0 { throw ValidationError("--max-attempts must be 0 (no count) or more") }
         for (flag, d) in [("--give-up-after", giveUpAfter), ("--backoff-base", backoffBase), ("--backoff-cap", backoffCap)] {
             if let d, d.milliseconds < 1 { throw ValidationError("\(flag) must be longer than 0") }
@@ -125,7 +125,14 @@ struct PolicyOptions: ParsableArguments {
         return p
     }
 
-    func options(statuses: Set<Status>) -> Flusher.Options {
+    /// The run's options; `policy` is the run's retry policy: an open breaker waits
+    /// no longer than its backoff cap unless --breaker-cooldown says so (a short
+    /// cap asks for a quick return after an outage, which a breaker must not undo).
+    func options(statuses: Set<Status>, policy: RetryPolicy) -> Flusher.Options {
+        let breakerCooldown = self.breakerCooldown ?? MsgDuration(milliseconds: min(30_000, policy.cap.milliseconds))
+        // It doubles at each reopening up to 20 times itself, and, unless given, to the backoff cap.
+        let coolDownCap = self.breakerCooldown != nil ? breakerCooldown.milliseconds * 20
+            : min(breakerCooldown.milliseconds * 20, max(breakerCooldown.milliseconds, policy.cap.milliseconds))
         var o = Flusher.Options()
         o.statuses = statuses
         o.deadline = deadline
@@ -135,7 +142,7 @@ struct PolicyOptions: ParsableArguments {
         o.rules.rate = rate.map { Rate(count: $0.count, periodMilliseconds: $0.periodMilliseconds, burst: burst) }
         o.rules.breakerThreshold = breaker
         o.rules.coolDown = breakerCooldown
-        o.rules.coolDownCap = MsgDuration(milliseconds: breakerCooldown.milliseconds * 20)
+        o.rules.coolDownCap = MsgDuration(milliseconds: coolDownCap)
         return o
     }
 }

@@ -5,7 +5,8 @@ import MsgKit
 public enum RecordSheet {
     /// The sheet of `m`, relative to `now` for when it is next due.
     /// `waiting` says why a waiting message is not going out.
-    public static func text(_ m: Message, now: Timestamp = .now(), waiting: String? = nil) -> String {
+    /// `policy`, when given, says when a message still to be sent gives up.
+    public static func text(_ m: Message, now: Timestamp = .now(), waiting: String? = nil, policy: RetryPolicy? = nil) -> String {
         var lines: [(String, String)] = [("id", m.id), ("status", m.status.rawValue + (m.attempts > 0 ? ", \(m.attempts) attempt\(m.attempts == 1 ? "" : "s")" : "")), ("to", m.to)]
         if let from = m.from { lines.append(("from", from)) }
         lines.append(("created", m.createdAt.description))
@@ -15,10 +16,11 @@ public enum RecordSheet {
         }
         if let expires = m.expiresAt { lines.append(("expires", expires.description)) }
         if let waiting { lines.append(("waiting", waiting)) }
+        if let policy, let givesUp = policy.givingUp(m) { lines.append(("gives up", givesUp)) }
         if let lease = m.lease { lines.append(("lease", "\(lease.host) pid \(lease.pid) until \(lease.until)")) }
         if let e = m.lastError { lines.append(("last error", "\(e.code): \(e.message)")) }
         for h in m.headers { lines.append(("header", "\(h.key)=\(h.value)")) }
-        for member in m.extra {
+        for member in m.extra where policy == nil || ![RetryPolicy.Promise.maxAttemptsKey, RetryPolicy.Promise.giveUpAtKey].contains(member.key) {
             var w = JSONWriter()
             w.value(member.value)
             lines.append((member.key, String(decoding: w.bytes, as: UTF8.self)))

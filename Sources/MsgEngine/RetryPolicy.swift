@@ -17,7 +17,8 @@ import MsgKit
 /// and no count of attempts of its own (`maxAttempts` 0).
 ///
 /// What a message was promised is fixed at its first failure (``Promise``, kept in
-/// its record as `max_attempts` and `give_up_at`, or given there at enqueue), so
+/// that failure's history event as `max_attempts` and `give_up_at`, or given in its
+/// draft), so
 /// every later run, command and process honours the same budget whatever its own
 /// settings; a run whose flags say otherwise (``overrides``) promises anew.
 public struct RetryPolicy: Sendable, Equatable {
@@ -56,7 +57,12 @@ public struct RetryPolicy: Sendable, Equatable {
         public init(pattern: String) { self.pattern = pattern }
     }
 
-    /// The budget a message was promised: fixed once, in its record.
+    /// The budget a message was promised: fixed once, in its record's history.
+    ///
+    /// Kept as two members (`max_attempts`, `give_up_at`) of the history event of
+    /// the failure that made the promise, or of a draft (the record's own members,
+    /// set at enqueue): never by changing what the record says, which the ledger
+    /// holds to (docs/DESIGN.md 10), but by adding to its history, as every change is.
     public struct Promise: Sendable, Equatable {
         /// Counted attempts before it is dead; 0: no count.
         public var maxAttempts: Int
@@ -71,15 +77,35 @@ public struct RetryPolicy: Sendable, Equatable {
             self.giveUpAt = giveUpAt
         }
 
-        /// What `m`'s record says it was promised, if it says both (a draft may set them).
+        /// What `m` was promised last (its history, newest first, then its draft), if anything.
         public init?(of m: Message) {
-            guard let attempts = m.extra.first(where: { $0.key == Self.maxAttemptsKey })?.value.intValue, attempts >= 0,
-                  let text = m.extra.first(where: { $0.key == Self.giveUpAtKey })?.value.stringValue,
+            for e in m.history.reversed() where !e.extra.isEmpty {
+                if let p = Promise(members: e.extra) {
+                    self = p
+                    return
+                }
+            }
+            guard let p = Promise(members: m.extra) else { return nil }
+            self = p
+        }
+
+        /// The promise `members` hold, when they hold both parts.
+        init?(members: [JSONValue.Member]) {
+            guard let attempts = members.first(where: { $0.key == Self.maxAttemptsKey })?.value.intValue, attempts >= 0,
+                  let text = members.first(where: { $0.key == Self.giveUpAtKey })?.value.stringValue,
                   let at = Timestamp(rfc3339: text) else { return nil }
             self.init(maxAttempts: attempts, giveUpAt: at)
         }
 
-        /// Writes it into `m`'s record, in place of what was there.
+        /// Records it in `m`'s newest history event (the failure that makes it).
+        public func record(in m: inout Message) {
+            guard let last = m.history.indices.last else { return }
+            m.history[last].extra.removeAll { $0.key == Self.maxAttemptsKey || $0.key == Self.giveUpAtKey }
+            m.history[last].extra.append(.init(Self.maxAttemptsKey, .number(String(maxAttempts))))
+            m.history[last].extra.append(.init(Self.giveUpAtKey, .string(giveUpAt.description)))
+        }
+
+        /// Writes it as `m`'s own members, as a draft may give it (`msg compose`).
         public func write(into m: inout Message) {
             m.extra.removeAll { $0.key == Self.maxAttemptsKey || $0.key == Self.giveUpAtKey }
             m.extra.append(.init(Self.maxAttemptsKey, .number(String(maxAttempts))))
@@ -131,6 +157,16 @@ public struct RetryPolicy: Sendable, Equatable {
         return kept
     }
 
+    /// When `m` gives up if it keeps failing, for a person (`msg queue show`): what
+    /// it was promised, else what this policy will promise it; nil once it is done.
+    public func givingUp(_ m: Message) -> String? {
+        guard [.queued, .failed, .sending, .held].contains(m.status) else { return nil }
+        let count = { (n: Int) in n > 0 ? " or at attempt \(n), whichever comes first" : "" }
+        if let p = Promise(of: m) { return "at \(p.giveUpAt)\(count(p.maxAttempts)), if it is still failing (promised)" }
+        let p = resolved(for: m.to)
+        return "\(p.giveUpAfter) after its first failure\(count(p.maxAttempts)), if it is still failing"
+    }
+
     /// Applies the outcome of one attempt to a message that is `sending`: `sent` or
     /// `delivered`, else `failed` with its error and next due time, or `dead`.
     /// - Throws: `invalidTransition` if the message is not sending.
@@ -145,8 +181,8 @@ public struct RetryPolicy: Sendable, Equatable {
             let policy = destinations.isEmpty ? self : resolved(for: m.to)
             var failure = Message.Failure(error, at: now)
             if error.code != .unreachable && error.code != .rateLimited { m.attempts += 1 }
+            let kept = Promise(of: m)
             let promise = policy.promise(for: m, now: now)
-            promise.write(into: &m)
             var givenUp: String?
             if error.code.isRetryable && error.code != .rejected {
                 if promise.maxAttempts > 0 && m.attempts >= promise.maxAttempts {
@@ -160,6 +196,7 @@ public struct RetryPolicy: Sendable, Equatable {
             if error.code == .rejected || !error.code.isRetryable || givenUp != nil {
                 m.nextAttemptAt = nil
                 try m.transition(to: .dead, event: "dead", at: now, error: failure)
+                if promise != kept && givenUp != nil { promise.record(in: &m) }
                 return
             }
             var wait = policy.delay(afterAttempts: max(m.attempts, 1), unit: unit)
@@ -168,6 +205,8 @@ public struct RetryPolicy: Sendable, Equatable {
             }
             m.nextAttemptAt = now.adding(wait)
             try m.transition(to: .failed, event: "failed", at: now, error: failure)
+            // Made at the first failure (or anew by a run's flags): kept in its event.
+            if promise != kept { promise.record(in: &m) }
         }
     }
 }

@@ -151,7 +151,8 @@ import Testing
     }
 
     /// A connection reset after the whole request was written: the server may have
-    /// acted on it, so it is an attempt; the third makes the message dead.
+    /// acted on it, so it is an attempt; with `--max-attempts 3` the third makes
+    /// the message dead.
     @Test func aResetAfterTheRequestCountsAsAnAttempt() throws {
         let s = try Sandbox()
         let server = try Receiver(s)
@@ -159,7 +160,7 @@ import Testing
         let r = try s.sh("""
             msg compose --to a@example.com --body x --enqueue > /dev/null
             t='\(server.base)/reset'
-            msg flush --transport "$t" > /dev/null; echo $?
+            msg flush --max-attempts 3 --transport "$t" > /dev/null; echo $?
             msg retry --now --transport "$t" > /dev/null; echo $?
             msg retry --now --transport "$t" > /dev/null; echo $?
             msg queue ls --format csv | tail -n +2 | cut -d, -f2,3,13

@@ -48,6 +48,28 @@ import Testing
         #expect(Set(files.map { String($0.dropLast(5)) }) == stored, "\(label): the drop and the queue disagree")
     }
 
+    /// The config file's retry policy is every worker's: two `flush --watch` on one
+    /// PostgreSQL queue, a destination always failing, `max_attempts = 3` from the
+    /// config: every message is dead at its third attempt, never a fourth, and what
+    /// it was promised is in its record.
+    @Test func twoWatchesOnOneQueueHonourTheConfigsPolicy() throws {
+        let server = try Server()
+        let s = try Sandbox()
+        let env = server.queue()
+        try FileManager.default.createDirectory(atPath: s.home + "/config/msg", withIntermediateDirectories: true)
+        _ = try s.file("config/msg/config", "transport = exec:/bin/sh -c \"exit 75\"\nmax_attempts = 3\nbackoff_base = 10ms\nbackoff_cap = 50ms\n")
+        try compose(s, 40, env)
+        let r = try s.sh("""
+            for w in 1 2; do msg flush --watch --breaker 0 > /dev/null 2> err$w & done
+            for i in $(seq 600); do [ "$(msg queue count --status dead)" = 40 ] && break; sleep 0.05; done
+            kill -TERM $(jobs -p); status=0; for job in $(jobs -p); do wait $job || status=$?; done; echo "exit $status"
+            msg queue count --status dead
+            msg queue ls | grep -o '"attempts":[0-9]*,' | sort | uniq -c | tr -s ' '
+            msg queue ls --history | grep -c '"max_attempts":3,"give_up_at":'
+            """, env: env)
+        #expect(r.lines == ["exit 0", "40", " 40 \"attempts\":3,", "40"], "\(r.out) \(r.err)")
+    }
+
     @Test func fourWorkersShareTheQueueAndDeliverEachMessageOnce() throws {
         let server = try Server()
         let s = try Sandbox()

@@ -7,6 +7,19 @@ import NIOPosix
 /// message, the first address's reason a connect failed, the system's text for an
 /// errno, a connect timeout in milliseconds. Shared by tcp://, tls:// and smtp://.
 public enum NIOErrorText {
+    /// The error of a connection to `host` (shown as `display`) that failed with
+    /// `error`: `remote` (a failed attempt that counts) when no address was found
+    /// because the name does not exist (``HostLookup``), else `unreachable`.
+    public static func connectFailure(_ error: any Error, host: String, display: String) -> MsgError {
+        if let e = error as? NIOConnectionError, e.connectionErrors.isEmpty, HostLookup.check(host) == .noSuchHost {
+            return MsgError(.remote, "cannot connect to \(display): no such host \(host) (the name does not exist); counted as a failed attempt")
+        }
+        if error is SocketAddressError, HostLookup.check(host) == .noSuchHost {
+            return MsgError(.remote, "cannot connect to \(display): no such host \(host) (the name does not exist); counted as a failed attempt")
+        }
+        return MsgError(.unreachable, "cannot connect to \(display): \(describe(error))")
+    }
+
     public static func describe(_ error: any Error) -> String {
         switch error {
         case let e as MsgError: return e.message

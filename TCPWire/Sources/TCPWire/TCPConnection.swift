@@ -38,7 +38,7 @@ final class TCPConnection {
             channel = try bootstrap.connect(host: address.host, port: address.port).wait()
         } catch {
             if let explained = security.explain(error, address: address) { throw explained }
-            throw MsgError(.unreachable, "cannot connect to \(address.display): \(NIOErrorText.describe(error))")
+            throw NIOErrorText.connectFailure(error, host: address.host, display: address.display)
         }
         let hello: Wire.Answer
         do {

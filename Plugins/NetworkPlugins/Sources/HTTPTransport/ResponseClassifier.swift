@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import MsgKit
+import MsgSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -89,12 +90,20 @@ enum ResponseClassifier {
             return MsgError(.remote, "the connection to \(host) failed after the request was sent (\(short(error))); it may have arrived, so it counts as an attempt")
         }
         if let e = error as? NIOConnectionError {
+            if e.connectionErrors.isEmpty, HostLookup.check(HostLookup.hostName(ofAuthority: host)) == .noSuchHost {
+                return MsgError(.remote, "cannot connect to \(host): no such host (the name does not exist); counted as a failed attempt")
+            }
             if let dns = e.dnsAError ?? e.dnsAAAAError { return MsgError(.unreachable, "cannot resolve \(host): \(dns)") }
             return MsgError(.unreachable, "cannot connect to \(host): \(e.connectionErrors.first.map { "\($0.error)" } ?? "no address answered")")
         }
         if let e = error as? IOError { return MsgError(.unreachable, "cannot connect to \(host): \(e)") }
         if error is ChannelError { return MsgError(.unreachable, "cannot connect to \(host): \(error)") }
-        if error is SocketAddressError { return MsgError(.unreachable, "cannot resolve \(host): \(error)") }
+        if error is SocketAddressError {
+            if HostLookup.check(HostLookup.hostName(ofAuthority: host)) == .noSuchHost {
+                return MsgError(.remote, "cannot connect to \(host): no such host (the name does not exist); counted as a failed attempt")
+            }
+            return MsgError(.unreachable, "cannot resolve \(host): \(error)")
+        }
         return MsgError(.remote, "HTTP request to \(host) failed: \(error)")
     }
 

@@ -64,7 +64,7 @@ final class SMTPConnection {
         do {
             channel = try bootstrap.connect(host: settings.host, port: settings.port).wait()
         } catch {
-            throw Self.explained(error, settings, tls, group) ?? MsgError(.unreachable, "cannot connect to \(settings.display): \(NIOErrorText.describe(error))")
+            throw Self.explained(error, settings, tls, group) ?? NIOErrorText.connectFailure(error, host: settings.host, display: settings.display)
         }
         do throws(MsgError) {
             try open()

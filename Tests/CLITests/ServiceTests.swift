@@ -1,0 +1,122 @@
+import Foundation
+import MsgKit
+import MsgKitTesting
+import Testing
+
+/// One `flush --watch` is the whole service (docs/DESIGN.md 6): the config file
+/// routes destinations to transports (Postfix for mail, a webhook receiver, a
+/// command), one bad message never stops the queue, and an HTTP destination
+/// answering 503 for a while gets every message once when it is back.
+@Suite(.timeLimit(.minutes(5))) struct ServiceTests {
+    func config(_ s: Sandbox, _ text: String) throws {
+        try FileManager.default.createDirectory(atPath: s.home + "/config/msg", withIntermediateDirectories: true)
+        _ = try s.file("config/msg/config", text)
+    }
+
+    /// Looks every 50 ms, for up to `seconds`, until `condition` holds.
+    func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let until = Date().addingTimeInterval(seconds)
+        repeat {
+            if try condition() { return true }
+            usleep(50_000)
+        } while Date() < until
+        return try condition()
+    }
+
+    /// The issue's check: 1,000 mails to Postfix, one of which has no `from` (and
+    /// the transport names none): 999 sent, 1 dead saying why, the run not ended by 78.
+    @Test func onePoisonMessageAmongAThousandIsDeadAndTheRestGo() throws {
+        let (s, env) = try SMTPTests().sandbox()
+        let postfix = try SMTPTests.Postfix(s)
+        let r = try s.sh("""
+            seq 1000 | awk '{ if ($1 == 500) printf "{\\"to\\":\\"u%d@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1; \
+                else printf "{\\"to\\":\\"u%d@example.com\\",\\"from\\":\\"me@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1 }' | msg compose --enqueue > /dev/null
+            msg flush --transport '\(postfix.url)?ca=ca.pem&concurrency=4' > /dev/null; echo $?
+            msg queue count --status sent; msg queue count --status dead
+            msg queue ls --status dead | grep -c 'the message has no from'
+            """, env: env)
+        #expect(r.lines == ["1", "999", "1", "1"], "\(r.out) \(r.err)")
+        #expect(!r.err.contains("78"), "\(r.err)")
+    }
+
+    /// 20 mails, one without `from`, under a watch: 19 sent, 1 dead, the watch goes on.
+    @Test func aWatchGoesOnPastAMessageItCannotSend() throws {
+        let (s, env) = try SMTPTests().sandbox()
+        let postfix = try SMTPTests.Postfix(s)
+        try config(s, "transport = \(postfix.url)?ca=\(s.home)/ca.pem\n")
+        _ = try s.sh("""
+            seq 20 | awk '{ if ($1 == 7) printf "{\\"to\\":\\"u%d@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1; \
+                else printf "{\\"to\\":\\"u%d@example.com\\",\\"from\\":\\"me@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1 }' | msg compose --enqueue > /dev/null
+            """, env: env)
+        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
+        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
+        watch.standardOutput = FileHandle.nullDevice
+        let err = Pipe()
+        watch.standardError = err
+        try watch.run()
+        let done = try eventually(within: 60) { try s.sh("msg queue count --status sent", env: env).out == "19\n" }
+        #expect(done)
+        #expect(watch.isRunning, "the watch goes on")
+        watch.signal(SIGTERM)
+        try watch.wait()
+        #expect(watch.terminationStatus == 0)
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(said.contains(" dead after 1 attempt: rejected: the message has no from"), "\(said)")
+        #expect(try s.sh("msg queue count --status dead", env: env).out == "1\n")
+    }
+
+    /// One watch, one config file: mail to Postfix, webhooks to an HTTP receiver
+    /// that answers 503 until it is back, the rest to a command; `msg destinations`
+    /// says which transport each takes. Every message arrives once, none is dead.
+    @Test func oneWatchServesMailWebhooksAndCommandsFromOneConfig() throws {
+        let (s, env) = try SMTPTests().sandbox()
+        let postfix = try SMTPTests.Postfix(s)
+        let hooks = try HostileDestinationTests.Receiver(s)
+        let command = try s.file("deliver.sh", "#!/bin/sh\necho \"$MSG_ID\" >> \(s.home)/commands\n")
+        chmod(command, 0o755)
+        try config(s, """
+            transport = exec:\(command)
+            backoff_cap = 1s
+            [destination *@example.com]
+            transport = \(postfix.url)?ca=\(s.home)/ca.pem&from=me@example.com
+            [destination hooks.*]
+            transport = \(hooks.base)/down/\(s.home)/up
+            """)
+        let r = try s.sh("""
+            for i in 1 2 3; do
+                msg compose --to ann$i@example.com --body "mail $i" --enqueue
+                msg compose --to hooks.orders --body "hook $i" --enqueue
+                msg compose --to pager --body "page $i" --enqueue
+            done > /dev/null
+            msg destinations --format json
+            """, env: env)
+        let table = r.out
+        #expect(table.contains("\"destination\":\"hooks.orders\",\"transport\":\"\(hooks.base)/down/\(s.home)/up\""), "\(table)")
+        #expect(table.contains("\"destination\":\"pager\",\"transport\":\"exec:\(command)\""), "\(table)")
+        #expect(table.contains("\"destination\":\"ann1@example.com\",\"transport\":\"\(postfix.url)\""), "shown without its parameters: \(table)")
+        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
+        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
+        watch.standardOutput = FileHandle.nullDevice
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        defer { watch.signal(SIGKILL); try? watch.wait() }
+        // Mail and commands go; the webhooks wait out the 503s.
+        #expect(try eventually(within: 60) { try s.sh("msg queue count --status sent", env: env).out == "6\n" })
+        #expect(try eventually(within: 30) { try hooks.requests().filter { ($0["path"] as? String)?.hasPrefix("/down/") == true }.count >= 6 },
+                "the webhooks were tried again while down")
+        #expect(try s.sh("msg queue count --status failed", env: env).out == "3\n")
+        _ = try s.file("up", "")
+        #expect(try eventually(within: 20) { try s.sh("msg queue count --status sent", env: env).out == "9\n" }, "back within 20 s")
+        watch.signal(SIGTERM)
+        try watch.wait()
+        #expect(watch.terminationStatus == 0)
+        #expect(try s.sh("msg queue count --status dead", env: env).out == "0\n")
+        let applied = try hooks.requests().filter { $0["applied"] as? Bool == true }.compactMap { $0["key"] as? String }
+        #expect(applied.count == 3 && Set(applied).count == 3, "each webhook applied once: \(applied)")
+        let commands = try String(contentsOfFile: s.home + "/commands", encoding: .utf8).split(separator: "\n")
+        #expect(commands.count == 3 && Set(commands).count == 3)
+        _ = try s.sh("for i in $(seq 200); do [ \"$(ls postfix/mail/inbox/new 2>/dev/null | wc -l)\" -ge 3 ] && break; sleep 0.05; done")
+        let mails = try SMTPTests().readMaildir(s, s.home + "/postfix/mail/inbox")
+        #expect(mails.count == 3 && Set(mails.map { $0["id"] ?? "" }).count == 3, "\(mails)")
+    }
+}
