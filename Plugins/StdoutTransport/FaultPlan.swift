@@ -10,7 +10,8 @@ import MsgSupport
 /// `latency=DUR`, `fail_ids=ID,…`, `fail_first=N` (a message fails while fewer than
 /// N attempts are recorded on it), `retry_after=DUR` (for `rate_limited`),
 /// `fail_to=A,B` (every message to these recipients fails: a destination that is
-/// down), `trace=PATH` (a line appended as each attempt starts and ends:
+/// down), `down_while=PATH` (every message fails while the file PATH exists: an
+/// outage that ends when it is removed), `trace=PATH` (a line appended as each attempt starts and ends:
 /// `MS start TO ID` / `MS end TO ID OUTCOME`, MS the time in milliseconds, one
 /// `write` each, so several processes can share one trace).
 struct FaultPlan {
@@ -23,6 +24,7 @@ struct FaultPlan {
     var retryAfter = MsgDuration.seconds(5)
     var failTo: Set<String> = []
     var trace: String?
+    var downWhile: String?
 
     /// - Throws: `config` naming the parameter that is wrong.
     init(_ url: PluginURL) throws(MsgError) {
@@ -47,12 +49,13 @@ struct FaultPlan {
             case "fail_ids": failIDs = Set(value.split(separator: ",").map(String.init))
             case "fail_to": failTo = Set(value.split(separator: ",").map(String.init))
             case "trace": trace = value
+            case "down_while": downWhile = value
             case "fail_first":
                 guard let n = Int(value), n >= 0 else { throw bad(name, value, "a whole number") }
                 failFirst = n
             case "fd": break
             default:
-                throw MsgError(.config, "stdout: unknown parameter '\(name)'; known: fail, seed, error, latency, fail_ids, fail_to, fail_first, retry_after, trace, fd")
+                throw MsgError(.config, "stdout: unknown parameter '\(name)'; known: fail, seed, error, latency, fail_ids, fail_to, fail_first, retry_after, down_while, trace, fd")
             }
         }
     }
@@ -68,6 +71,7 @@ struct FaultPlan {
             }
         }
         let injected = failIDs.contains(m.id) || failTo.contains(m.to) || m.attempts < failFirst || (rate > 0 && draw(m) < rate)
+            || (downWhile.map { access($0, F_OK) == 0 } ?? false)
         guard injected else { return nil }
         let text = "injected \(error.name) failure (attempt \(m.attempts + 1))"
         return .failed(MsgError(error, text), retryAfter: error == .rateLimited ? retryAfter : nil)

@@ -19,21 +19,6 @@ import Testing
         return path
     }
 
-    func config(_ s: Sandbox, _ text: String) throws {
-        try FileManager.default.createDirectory(atPath: s.home + "/config/msg", withIntermediateDirectories: true)
-        _ = try s.file("config/msg/config", text)
-    }
-
-    /// Looks every 50 ms, for up to `seconds`, until `condition` holds.
-    func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let until = Date().addingTimeInterval(seconds)
-        repeat {
-            if try condition() { return true }
-            usleep(50_000)
-        } while Date() < until
-        return try condition()
-    }
-
     func count(_ s: Sandbox, _ status: String) throws -> Int {
         Int(try s.sh("msg queue count --status \(status)").out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
@@ -45,7 +30,7 @@ import Testing
     /// it deferred messages.
     @Test func aWatchRidesOutAnOutageOfACommandDestination() throws {
         let s = try Sandbox()
-        try config(s, "transport = exec:\(try downUntilUp(s))\nbackoff_cap = 1s\n")
+        try s.config("transport = exec:\(try downUntilUp(s))\nbackoff_cap = 1s\n")
         let ids = ids(try s.sh("seq 50 | sed 's/.*/{\"to\":\"ops@example.com\",\"body\":\"n&\"}/' | msg compose --enqueue").out)
         #expect(ids.count == 50)
         let (p, _, err) = try s.start(["flush", "--watch"])
@@ -88,7 +73,7 @@ import Testing
         #expect(r.lines.first == "failed,10", "\(r.out) \(r.err)")
         #expect(r.lines.last?.hasPrefix("gives up    at ") == true && r.out.contains("if it is still failing (promised)"), "\(r.out)")
         // What it was promised (no count) holds where the config says otherwise…
-        try config(s, "max_attempts = 3\n")
+        try s.config("max_attempts = 3\n")
         let kept = try s.sh("msg retry --now --transport 'exec:/bin/sh -c \"exit 75\"' > /dev/null 2>&1; msg queue ls --format csv | tail -n +2 | cut -d, -f2,3")
         #expect(kept.lines == ["failed,11"], "\(kept.out)")
         // …and a run's flag promises anew.
@@ -100,7 +85,7 @@ import Testing
     /// gives up where the config file says, per destination section.
     @Test func theConfigFilesPolicyIsEveryCommands() throws {
         let s = try Sandbox()
-        try config(s, """
+        try s.config("""
             transport = exec:/bin/sh -c "exit 75"
             backoff_base = 1ms
             [destination *@strict.example]

@@ -56,8 +56,7 @@ import Testing
         let server = try Server()
         let s = try Sandbox()
         let env = server.queue()
-        try FileManager.default.createDirectory(atPath: s.home + "/config/msg", withIntermediateDirectories: true)
-        _ = try s.file("config/msg/config", "transport = exec:/bin/sh -c \"exit 75\"\nmax_attempts = 3\nbackoff_base = 10ms\nbackoff_cap = 50ms\n")
+        try s.config("transport = exec:/bin/sh -c \"exit 75\"\nmax_attempts = 3\nbackoff_base = 10ms\nbackoff_cap = 50ms\n")
         try compose(s, 40, env)
         let r = try s.sh("""
             for w in 1 2; do msg flush --watch --breaker 0 > /dev/null 2> err$w & done

@@ -8,21 +8,6 @@ import Testing
 /// command), one bad message never stops the queue, and an HTTP destination
 /// answering 503 for a while gets every message once when it is back.
 @Suite(.timeLimit(.minutes(5))) struct ServiceTests {
-    func config(_ s: Sandbox, _ text: String) throws {
-        try FileManager.default.createDirectory(atPath: s.home + "/config/msg", withIntermediateDirectories: true)
-        _ = try s.file("config/msg/config", text)
-    }
-
-    /// Looks every 50 ms, for up to `seconds`, until `condition` holds.
-    func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let until = Date().addingTimeInterval(seconds)
-        repeat {
-            if try condition() { return true }
-            usleep(50_000)
-        } while Date() < until
-        return try condition()
-    }
-
     /// The issue's check: 1,000 mails to Postfix, one of which has no `from` (and
     /// the transport names none): 999 sent, 1 dead saying why, the run not ended by 78.
     @Test func onePoisonMessageAmongAThousandIsDeadAndTheRestGo() throws {
@@ -43,7 +28,7 @@ import Testing
     @Test func aWatchGoesOnPastAMessageItCannotSend() throws {
         let (s, env) = try SMTPTests().sandbox()
         let postfix = try SMTPTests.Postfix(s)
-        try config(s, "transport = \(postfix.url)?ca=\(s.home)/ca.pem\n")
+        try s.config("transport = \(postfix.url)?ca=\(s.home)/ca.pem\n")
         _ = try s.sh("""
             seq 20 | awk '{ if ($1 == 7) printf "{\\"to\\":\\"u%d@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1; \
                 else printf "{\\"to\\":\\"u%d@example.com\\",\\"from\\":\\"me@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1 }' | msg compose --enqueue > /dev/null
@@ -74,7 +59,7 @@ import Testing
         let hooks = try HostileDestinationTests.Receiver(s)
         let command = try s.file("deliver.sh", "#!/bin/sh\necho \"$MSG_ID\" >> \(s.home)/commands\n")
         chmod(command, 0o755)
-        try config(s, """
+        try s.config("""
             transport = exec:\(command)
             backoff_cap = 1s
             [destination *@example.com]

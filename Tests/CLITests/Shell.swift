@@ -89,6 +89,13 @@ final class Sandbox {
         return (p, out, err)
     }
 
+    /// Writes the config file every command in the sandbox reads
+    /// (`$XDG_CONFIG_HOME/msg/config`).
+    func config(_ text: String) throws {
+        try FileManager.default.createDirectory(atPath: home + "/config/msg", withIntermediateDirectories: true)
+        _ = try file("config/msg/config", text)
+    }
+
     /// Writes `text` to a file in the sandbox and returns its path.
     func file(_ name: String, _ text: String) throws -> String {
         let path = home + "/" + name
@@ -135,4 +142,15 @@ extension Sandbox {
         _ = out.fileHandleForReading.readDataToEndOfFile()
         try p.wait()
     }
+}
+
+/// Looks every 50 ms, for up to `seconds`, until `condition` holds (a daemon's
+/// progress, seen from outside as a user would).
+func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let until = Date().addingTimeInterval(seconds)
+    repeat {
+        if try condition() { return true }
+        usleep(50_000)
+    } while Date() < until
+    return try condition()
 }
