@@ -50,6 +50,38 @@ import Testing
         #expect(try s.sh("msg queue count --status dead", env: env).out == "1\n")
     }
 
+    /// A mail server that answers 451 to every recipient for a while (then is
+    /// restarted without the rule): under the watch with the config's short cap,
+    /// every mail arrives once within 20 s of the restart, none dead.
+    @Test func aWatchRidesOutAMailServerAnswering451() throws {
+        let (s, env) = try SMTPTests().sandbox()
+        let postfix = try SMTPTests.Postfix(s)
+        let etc = postfix.dir + "/etc"
+        #expect(try s.sh("echo '/^/ 451 4.3.2 down for maintenance' > '\(etc)/access' && postfix -c '\(etc)' reload").status == 0)
+        try s.config("transport = \(postfix.url)?ca=\(s.home)/ca.pem&from=me@example.com\nbackoff_cap = 1s\n")
+        _ = try s.sh("for i in $(seq 10); do msg compose --to u$i@example.com --body m$i --enqueue; done > /dev/null", env: env)
+        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
+        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
+        watch.standardOutput = FileHandle.nullDevice
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        defer { watch.signal(SIGKILL); try? watch.wait() }
+        let refused = try eventually(within: 60) {
+            try s.sh("msg queue ls --status failed | grep -c '451 4.3.2 down for maintenance.*\"attempts\":[2-9]\\|\"attempts\":[2-9].*451 4.3.2'", env: env).out != "0\n"
+        }
+        #expect(refused, "tried again while the server answered 451")
+        #expect(try s.sh("msg queue count --status sent", env: env).out == "0\n")
+        // Back: the rule gone, the server restarted (its sessions closed, as a restart does).
+        let back = Date()
+        #expect(try s.sh(": > '\(etc)/access' && postfix -c '\(etc)' stop && postfix -c '\(etc)' start").status == 0)
+        #expect(try eventually(within: 20) { try s.sh("msg queue count --status sent", env: env).out == "10\n" }, "all sent within 20 s")
+        #expect(Date().timeIntervalSince(back) < 20)
+        #expect(try s.sh("msg queue count --status dead", env: env).out == "0\n")
+        _ = try s.sh("for i in $(seq 200); do [ \"$(ls postfix/mail/inbox/new 2>/dev/null | wc -l)\" -ge 10 ] && break; sleep 0.05; done")
+        let mails = try SMTPTests().readMaildir(s, s.home + "/postfix/mail/inbox")
+        #expect(mails.count == 10 && Set(mails.map { $0["id"] ?? "" }).count == 10, "each once: \(mails.count)")
+    }
+
     /// One watch, one config file: mail to Postfix, webhooks to an HTTP receiver
     /// that answers 503 until it is back, the rest to a command; `msg destinations`
     /// says which transport each takes. Every message arrives once, none is dead.
