@@ -4,14 +4,24 @@ import NIOSSL
 
 /// The client side of one SMTP connection: matches replies to the commands
 /// waiting for one, in order (the server answers in order, RFC 2920). The server
-/// speaks first: a reply that comes before anyone waits for it (the greeting) is
-/// kept for the first to ask.
+/// speaks first: the greeting, which may come before anyone waits for it, is kept
+/// for the first to ask; any other reply no command waits for is a protocol error
+/// that ends the connection (a server that answers ahead of the data's final dot,
+/// or injects replies, is never believed).
+///
+/// STARTTLS: the TLS handler goes in front of the decoder in the very read that
+/// brings the 220, so nothing the server sent in clear after it can be read as if
+/// it came through TLS; bytes already behind the 220 end the connection, nothing
+/// sent (RFC 3207 4.2).
 final class SMTPClientHandler: ChannelInboundHandler {
     typealias InboundIn = SMTPReply
     typealias OutboundOut = ByteBuffer
 
     private var waiting = CircularBuffer<EventLoopPromise<SMTPReply>>()
     private var early = CircularBuffer<SMTPReply>()
+    private var greeted = false
+    /// Set while STARTTLS waits for its answer: makes the TLS handler for a 220.
+    private var startTLS: (() throws -> any ChannelHandler)?
     private(set) var failure: MsgError?
     private var context: ChannelHandlerContext?
 
@@ -42,15 +52,41 @@ final class SMTPClientHandler: ChannelInboundHandler {
         last.futureResult.whenComplete { _ in timer.cancel() }
     }
 
+    /// The next reply answers STARTTLS: on a 220, `makeHandler`'s handler goes in
+    /// front of the pipeline before anything else is read. Runs on the event loop.
+    func expectStartTLS(_ makeHandler: @escaping () throws -> any ChannelHandler) {
+        startTLS = makeHandler
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let reply = unwrapInboundIn(data)
-        if let promise = waiting.popFirst() {
-            promise.succeed(reply)
-        } else if early.count < 8 {
-            early.append(reply)
-        } else {
-            fail(MsgError(.remote, "the server sent replies nobody asked for"), context)
+        defer { greeted = true }
+        guard let promise = waiting.popFirst() else {
+            if !greeted && early.isEmpty {
+                early.append(reply)
+            } else {
+                fail(MsgError(.remote, "the server sent a reply no command asked for (\(reply.shown))"), context)
+            }
+            return
         }
+        if let makeHandler = startTLS {
+            startTLS = nil
+            if reply.code == 220 {
+                guard !reply.trailing else {
+                    promise.fail(MsgError(.remote, "the server sent more behind its STARTTLS 220, in clear text (RFC 3207 4.2); nothing was sent"))
+                    fail(MsgError(.remote, "the server sent text behind its STARTTLS 220"), context)
+                    return
+                }
+                do {
+                    try context.pipeline.syncOperations.addHandler(try makeHandler(), position: .first)
+                } catch {
+                    promise.fail(error)
+                    fail(MsgError(.unreachable, "STARTTLS failed: \(error)", underlying: error), context)
+                    return
+                }
+            }
+        }
+        promise.succeed(reply)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

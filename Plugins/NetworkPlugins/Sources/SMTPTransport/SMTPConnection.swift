@@ -85,19 +85,21 @@ final class SMTPConnection {
             guard extensions.contains("STARTTLS") else {
                 throw MsgError(.config, "\(settings.display) does not offer STARTTLS, and msg sends nothing in clear text unless tls=none says so")
             }
+            if let tls {
+                // Added by the handler in the read that brings the 220, before any other byte.
+                let probing = self.probing
+                let handler = self.handler
+                do {
+                    try channel.eventLoop.submit {
+                        handler.value.expectStartTLS { try Self.tlsHandler(tls, probing: probing) }
+                    }.wait()
+                } catch {
+                    throw MsgError(.unreachable, "\(settings.display): STARTTLS failed: \(NIOErrorText.describe(error))")
+                }
+            }
             let ready = try exchange(Array("STARTTLS\r\n".utf8), replies: 1, during: "STARTTLS")[0]
             guard ready.code == 220 else {
                 throw MsgError(ready.isTransient ? .unreachable : .config, "\(settings.display) refused STARTTLS: \(ready.shown)")
-            }
-            if let tls {
-                let probing = self.probing
-                do {
-                    try channel.eventLoop.submit { [channel] in
-                        try channel.pipeline.syncOperations.addHandler(try Self.tlsHandler(tls, probing: probing), position: .first)
-                    }.wait()
-                } catch {
-                    throw explained(error) ?? MsgError(.unreachable, "\(settings.display): STARTTLS failed: \(NIOErrorText.describe(error))")
-                }
             }
             // What was offered before TLS is forgotten (RFC 3207 4.2).
             try hello()

@@ -5,6 +5,9 @@ import NIOCore
 struct SMTPReply: Sendable, Equatable {
     var code: Int
     var lines: [String]
+    /// More bytes had arrived behind it, not yet read as a reply: after the 220 to
+    /// STARTTLS that is text injected in clear (RFC 3207 4.2; CVE-2011-0411's class).
+    var trailing = false
 
     /// The lines in one, for what msg says and keeps.
     var text: String { lines.joined(separator: " / ") }
@@ -45,7 +48,8 @@ struct SMTPReplyDecoder: ByteToMessageDecoder {
         lines.append(bytes.count > 4 ? String(line.dropFirst(4)) : "")
         if lines.count > 200 { throw SMTPProtocolError("a reply of over 200 lines") }
         if bytes.count > 3 && bytes[3] == 0x2D { return .continue }
-        let reply = SMTPReply(code: code, lines: lines)
+        var reply = SMTPReply(code: code, lines: lines)
+        reply.trailing = buffer.readableBytes > 0
         lines = []
         context.fireChannelRead(wrapInboundOut(reply))
         return .continue

@@ -1,27 +1,30 @@
 import NIOSSL
 
-/// Whether a certificate is for a host name: one of its DNS names is the name, or a
-/// wildcard (`*.example.com`) for one label of it (RFC 6125); with no DNS name at
-/// all, its common name is.
+/// Whether a certificate is for a host name: one of its DNS names (subjectAltName,
+/// read from the parsed certificate) is the name, or a wildcard (`*.example.com`)
+/// for one label of it (RFC 6125). Nothing else makes it so: not an IP address it
+/// names (that matches only an address the user named, which swift-nio-ssl checks
+/// against the address connected to), and not its subject's common name, which the
+/// CA/Browser Forum retired and which is never read from a certificate's printed
+/// description (a subject of `CN=evil.example;common_name=localhost` once passed
+/// for localhost that way). A certificate with no DNS name is for no name.
 public enum CertificateNames {
     public static func names(_ certificate: NIOSSLCertificate, _ host: String) -> Bool {
         let wanted = host.lowercased().trimmingSuffix(".")
-        var dnsNames: [String] = []
+        guard !wanted.isEmpty else { return false }
         for name in certificate._subjectAlternativeNames() where name.nameType == .dnsName {
-            dnsNames.append(String(decoding: Array(name.contents), as: UTF8.self).lowercased())
+            let bytes = Array(name.contents)
+            // An IA5String: a NUL or anything past ASCII is no host name.
+            guard !bytes.isEmpty, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { continue }
+            if matches(String(decoding: bytes, as: UTF8.self).lowercased().trimmingSuffix("."), wanted) { return true }
         }
-        if dnsNames.isEmpty {
-            // Only a certificate with no DNS name is read by its subject's CN.
-            // (Its description is the one public reader of the CN: `;common_name=NAME`.)
-            let text = certificate.description.lowercased()
-            return text.contains(";common_name=\(wanted);") || text.contains(";common_name=\(wanted)>")
-        }
-        return dnsNames.contains { matches($0.trimmingSuffix("."), wanted) }
+        return false
     }
 
     public static func matches(_ pattern: String, _ host: String) -> Bool {
         if pattern == host { return true }
-        guard pattern.hasPrefix("*."), let dot = host.firstIndex(of: ".") else { return false }
+        // A wildcard stands for one whole label, left-most, under at least two more (`*.com` is for no host).
+        guard pattern.hasPrefix("*."), pattern.dropFirst(2).contains("."), let dot = host.firstIndex(of: ".") else { return false }
         let first = host[..<dot]
         return !first.isEmpty && pattern.dropFirst(1) == host[dot...]
     }

@@ -1,0 +1,166 @@
+import Foundation
+import MsgKit
+import MsgKitTesting
+import Testing
+
+/// The network edge against hostile peers (issue #49): a certificate is for a
+/// name only by a DNS name in its subjectAltName, never by its subject's text;
+/// STARTTLS forgets everything said in clear; a reply no command asked for is
+/// never taken as an answer.
+@Suite(.timeLimit(.minutes(3))) struct TLSNameTests {
+    /// TLSTests' certificates, and, signed by the same trusted CA: `evil` (subject
+    /// `CN=evil.example;common_name=localhost`, SAN `IP:127.0.0.1` only) and
+    /// `sanless` (`CN=localhost`, no SAN).
+    func sandbox() throws -> (Sandbox, [String: String]) {
+        let (s, env) = try TLSTests().sandbox()
+        let r = try s.sh("""
+            set -e
+            for name in evil sanless; do
+              openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $name-key.pem 2>/dev/null; chmod 600 $name-key.pem
+            done
+            openssl req -new -key evil-key.pem -subj '/CN=evil.example;common_name=localhost' -out evil.csr
+            printf 'subjectAltName=IP:127.0.0.1\\n' > evil.ext
+            openssl x509 -req -in evil.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -extfile evil.ext -out evil.pem 2>/dev/null
+            openssl req -new -key sanless-key.pem -subj '/CN=localhost' -out sanless.csr
+            openssl x509 -req -in sanless.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -out sanless.pem 2>/dev/null
+            openssl x509 -in evil.pem -noout -subject
+            """)
+        #expect(r.status == 0 && r.out.contains("common_name=localhost"), "openssl: \(r.out) \(r.err)")
+        return (s, env)
+    }
+
+    /// The issue's check: tls://localhost and server_name=localhost refuse the evil
+    /// certificate (78, nothing delivered), and a certificate without a DNS name is
+    /// for no name; the same certificate serves the address it names when that
+    /// address is what the user named.
+    @Test func aCertificateIsForANameOnlyByItsDNSNames() throws {
+        let (s, env) = try sandbox()
+        for cert in ["evil", "sanless"] {
+            let listener = try ListenerProcess(s, address: "tls://127.0.0.1:0?cert=\(cert).pem&key=\(cert)-key.pem&client_ca=ca.pem",
+                                               ["--into", "file:\(s.home)/inbox-\(cert)"], environment: env)
+            let port = listener.port
+            for url in ["tls://localhost:\(port)?ca=ca.pem&cert=client.pem&key=client-key.pem",
+                        "tls://127.0.0.1:\(port)?ca=ca.pem&cert=client.pem&key=client-key.pem&server_name=localhost"] {
+                let r = try s.sh("""
+                    msg compose --to a --body x --enqueue > /dev/null
+                    msg flush --transport '\(url)' > /dev/null; echo $?
+                    msg queue ls --format csv | tail -n +2 | cut -d, -f1 | msg queue rm > /dev/null
+                    ls inbox-\(cert)/new 2>/dev/null | wc -l
+                    """, env: env)
+                #expect(r.lines == ["78", "0"], "\(cert) \(url): \(r.out) \(r.err)")
+                #expect(r.err.contains("its certificate is not for localhost"), "\(cert): \(r.err)")
+            }
+            if cert == "evil" {
+                let named = try s.sh("""
+                    msg compose --to a --body x --enqueue > /dev/null
+                    msg flush --transport 'tls://127.0.0.1:\(port)?ca=ca.pem&cert=client.pem&key=client-key.pem' > /dev/null; echo $?
+                    """, env: env)
+                #expect(named.lines == ["0"], "the address the user named: \(named.err)")
+            }
+            _ = listener.stop()
+        }
+    }
+
+    /// smtp:// after STARTTLS refuses the evil certificate for localhost: 78, no mail.
+    @Test func starttlsRefusesTheEvilCertificate() throws {
+        let (s, env) = try sandbox()
+        let server = try SMTPTests.FaultServer(s, ["--tls", "evil.pem", "evil-key.pem"])
+        let port = server.url.split(separator: ":").last.map(String.init) ?? ""
+        let r = try s.sh("""
+            msg compose --to ann@example.com --from me@example.com --body x --enqueue > /dev/null
+            msg flush --transport 'smtp://localhost:\(port)?ca=ca.pem' > /dev/null; echo $?
+            msg queue count --status queued; ls faults/new 2>/dev/null | wc -l
+            """, env: env)
+        #expect(r.lines == ["78", "1", "0"], "\(r.out) \(r.err)")
+        #expect(r.err.contains("not for localhost"), "\(r.err)")
+    }
+
+    /// A Python SMTP server that lies: `MODE` is `starttls` (its 220 to STARTTLS
+    /// comes with five more replies in the same write, then TLS, then it refuses
+    /// RCPT) or `data` (its 354 comes with a 250 in the same write, then 554 to the
+    /// final dot). It logs what it was sent.
+    func liar(_ s: Sandbox, mode: String) throws -> (TestProcess, Int) {
+        _ = try s.file("liar.py", """
+            import socket, ssl, sys
+            mode = sys.argv[1]
+            l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind(("127.0.0.1", 0)); l.listen(8)
+            print(l.getsockname()[1], flush=True)
+            log = open("liar.log", "ab")
+            while True:
+                c, _ = l.accept()
+                c.settimeout(10)
+                f = c.makefile("rwb")
+                def say(b):
+                    f.write(b); f.flush()
+                say(b"220 liar ESMTP\\r\\n")
+                try:
+                    while True:
+                        line = f.readline()
+                        if not line:
+                            break
+                        log.write(line); log.flush()
+                        cmd = line.upper()
+                        if cmd.startswith(b"EHLO"):
+                            say(b"250-liar\\r\\n" + (b"250-STARTTLS\\r\\n" if mode == "starttls" else b"") + b"250 8BITMIME\\r\\n")
+                        elif cmd.startswith(b"STARTTLS"):
+                            say(b"220 go ahead\\r\\n250 ok\\r\\n250 ok\\r\\n250 ok\\r\\n354 go\\r\\n250 taken\\r\\n")
+                            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain("server.pem", "server-key.pem")
+                            c = ctx.wrap_socket(c, server_side=True); f = c.makefile("rwb")
+                        elif cmd.startswith(b"RCPT"):
+                            say(b"550 no\\r\\n" if mode == "starttls" else b"250 ok\\r\\n")
+                        elif cmd.startswith(b"DATA"):
+                            say(b"354 go\\r\\n250 taken\\r\\n")
+                            while f.readline() not in (b".\\r\\n", b""):
+                                pass
+                            say(b"554 refused after all\\r\\n")
+                        elif cmd.startswith(b"QUIT"):
+                            say(b"221 bye\\r\\n"); break
+                        else:
+                            say(b"250 ok\\r\\n")
+                except Exception as e:
+                    log.write(b"# " + repr(e).encode() + b"\\n"); log.flush()
+                c.close()
+            """)
+        let p = TestProcess(["/usr/bin/env", "python3", s.home + "/liar.py", mode])
+        p.currentDirectoryURL = URL(fileURLWithPath: s.home)
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        var line = Data()
+        while let b = try out.fileHandleForReading.read(upToCount: 1), !b.isEmpty, b != Data([10]) { line += b }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else { throw MsgError(.unavailable, "liar.py did not start") }
+        return (p, port)
+    }
+
+    /// The issue's check: replies injected behind the STARTTLS 220 get nothing sent
+    /// (no MAIL ever reaches the server) and the message stays, to be retried.
+    @Test func repliesInjectedBehindStarttlsSendNothing() throws {
+        let (s, env) = try sandbox()
+        let (server, port) = try liar(s, mode: "starttls")
+        defer { server.signal(SIGKILL); try? server.wait() }
+        let r = try s.sh("""
+            msg compose --to ann@example.com --from me@example.com --body x --enqueue > /dev/null
+            msg flush --transport 'smtp://127.0.0.1:\(port)?ca=ca.pem' > /dev/null; echo $?
+            msg queue ls --format csv | tail -n +2 | cut -d, -f2
+            """, env: env)
+        #expect(r.lines == ["75", "failed"], "\(r.out) \(r.err)")
+        #expect(r.err.contains("behind its STARTTLS 220"), "\(r.err)")
+        let log = try String(contentsOfFile: s.home + "/liar.log", encoding: .utf8)
+        #expect(!log.contains("MAIL FROM") && !log.contains("Subject"), "nothing was sent: \(log)")
+    }
+
+    /// A 250 sent with the 354, before the data's final dot, is no answer to it:
+    /// the message is not recorded sent (the server then refused it with 554).
+    @Test func aReplyAheadOfTheFinalDotIsNotBelieved() throws {
+        let (s, env) = try sandbox()
+        let (server, port) = try liar(s, mode: "data")
+        defer { server.signal(SIGKILL); try? server.wait() }
+        let r = try s.sh("""
+            msg compose --to ann@example.com --from me@example.com --body x --enqueue > /dev/null
+            msg flush --transport 'smtp://127.0.0.1:\(port)?tls=none' > /dev/null; echo $?
+            msg queue ls --format csv | tail -n +2 | cut -d, -f2
+            """, env: env)
+        #expect(r.lines.count == 2 && r.lines.last != "sent", "\(r.out) \(r.err)")
+        #expect(r.err.contains("a reply no command asked for"), "\(r.err)")
+    }
+}
