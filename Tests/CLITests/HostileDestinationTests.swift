@@ -150,6 +150,32 @@ import Testing
         #expect(here["x-api-key"] == "k3y" && here["authorization"] == "Bearer s3cret", "a CRLF headers file gives two headers: \(here)")
     }
 
+    /// A misspelt parameter (the issue's `signing_secret_flie=`) or one that names a
+    /// secret is refused before anything is sent: 78, naming it, and the server sees
+    /// no request; a parameter of the server's own still goes in its query.
+    @Test func aMisspeltParameterSendsNothing() throws {
+        let s = try Sandbox()
+        let server = try Receiver(s)
+        let env = try plugins()
+        _ = try s.file("secret", "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0")
+        chmod(s.home + "/secret", 0o600)
+        for (parameter, said) in [("signing_secret_flie=secret", "unknown parameter 'signing_secret_flie' (did you mean signing_secret_file=?)"),
+                                  ("input=body&concurency=4", "unknown parameter 'concurency' (did you mean concurrency=?)"),
+                                  ("api_password=hunter2", "unknown parameter 'api_password'")] {
+            let r = try s.sh("""
+                [ -e queued ] || { msg compose --to a@example.com --body x --enqueue > /dev/null; touch queued; }
+                msg flush --transport '\(server.base)/hook?\(parameter)' > /dev/null; echo $?
+                msg queue count --status queued
+                """, env: env)
+            #expect(r.lines == ["78", "1"], "\(parameter): \(r.out) \(r.err)")
+            #expect(r.err.contains(said), "\(parameter): \(r.err)")
+        }
+        #expect(try server.requests().isEmpty, "the server saw no request")
+        let own = try s.sh("msg flush --transport '\(server.base)/hook?code=K&concurrency=2' > /dev/null; echo $?", env: env)
+        #expect(own.lines == ["0"], "\(own.err)")
+        #expect(try server.requests().compactMap { $0["path"] as? String }.allSatisfy { $0 == "/hook?code=K" })
+    }
+
     /// A connection reset after the whole request was written: the server may have
     /// acted on it, so it is an attempt; with `--max-attempts 3` the third makes
     /// the message dead.

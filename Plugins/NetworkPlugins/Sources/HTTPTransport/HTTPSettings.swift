@@ -42,7 +42,9 @@ struct HTTPSettings: Sendable {
             base = text[..<q]
             for pair in text[text.index(after: q)...].split(separator: "&") {
                 let name = String(pair.prefix { $0 != "=" })
-                if !Self.names.contains(name) { kept.append(pair) }
+                if Self.names.contains(name) { continue }
+                if let refusal = Self.refusal(ofServerParameter: name) { throw refusal }
+                kept.append(pair)
             }
         }
         endpoint = String(base) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
@@ -94,6 +96,41 @@ struct HTTPSettings: Sendable {
         if (certificateFile == nil) != (keyFile == nil) {
             throw MsgError(.config, "http: a client certificate needs both cert_file and key_file")
         }
+    }
+
+    /// Why a parameter that is not msg's may not go to the server in its query: it
+    /// is nearly one of msg's (a misspelling such as `signing_secret_flie` would
+    /// send the webhook unsigned and the secret file's path to the server), or it
+    /// names a file, an environment variable, a password or a secret, which msg
+    /// never puts in a URL it sends. nil: it goes, as the server's own
+    /// (`?code=K`).
+    static func refusal(ofServerParameter name: String) -> MsgError? {
+        let lower = name.lowercased()
+        if let near = names.first(where: { editDistance($0, lower) <= 2 }) {
+            return MsgError(.config, "http: unknown parameter '\(name)' (did you mean \(near)=?); nothing was sent")
+        }
+        let secretish = ["secret", "password", "passwd", "_file", "_env"]
+        if let word = secretish.first(where: { lower.contains($0) }) {
+            return MsgError(.config, "http: unknown parameter '\(name)': a parameter naming a \(String(word.filter { $0 != "_" })) is not sent to the server, and msg has none of that name (known: \(names.joined(separator: ", "))); nothing was sent")
+        }
+        return nil
+    }
+
+    /// Levenshtein distance, for short parameter names.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var row = Array(0...b.count)
+        for i in 1...a.count {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...b.count {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
     }
 
     /// The text of a file only its owner may read (a secret): else `config`.

@@ -7,7 +7,10 @@ struct SMTPReply: Sendable, Equatable {
     var lines: [String]
     /// More bytes had arrived behind it, not yet read as a reply: after the 220 to
     /// STARTTLS that is text injected in clear (RFC 3207 4.2; CVE-2011-0411's class).
+    /// Not part of what the reply says (two equal replies may be cut differently).
     var trailing = false
+
+    static func == (a: SMTPReply, b: SMTPReply) -> Bool { a.code == b.code && a.lines == b.lines }
 
     /// The lines in one, for what msg says and keeps.
     var text: String { lines.joined(separator: " / ") }
