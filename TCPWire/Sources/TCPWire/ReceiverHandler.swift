@@ -21,6 +21,8 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private var helloTimer: Scheduled<Void>?
 
     private var authenticated: Bool
+    /// Whether the sender has sent a whole line yet (over TLS: finished its handshake too).
+    private var spoke = false
     private var lineNumber = 0
     /// Answers not yet written, in line order; nil until ready.
     private var answers = CircularBuffer<[UInt8]?>()
@@ -41,13 +43,16 @@ final class ReceiverHandler: ChannelDuplexHandler {
         authenticated = token == nil
     }
 
-    /// With a token, a connection that has not said hello in time is closed, so idle
-    /// connections cannot use up the listener's descriptors.
+    /// A connection that has not sent a whole line in time (over TLS: its
+    /// handshake, which comes first, included), or with a token not said its hello,
+    /// is closed, so connections that never finish cannot use up the listener's
+    /// descriptors and fill its cap.
     func channelActive(context: ChannelHandlerContext) {
         if let helloDeadline {
             helloTimer = context.eventLoop.assumeIsolated().scheduleTask(in: helloDeadline) {
-                guard !self.authenticated, !self.inputDone else { return }
-                self.refusals.say("closed a connection from \(self.peer): no hello within \(helloDeadline.nanoseconds / 1_000_000_000)s")
+                guard (!self.authenticated || !self.spoke), !self.inputDone else { return }
+                let what = self.token != nil ? "no hello" : "no line (over TLS: no finished handshake)"
+                self.refusals.say("closed a connection from \(self.peer): \(what) within \(helloDeadline.nanoseconds / 1_000_000_000)s")
                 context.close(promise: nil)
             }
         }
@@ -63,6 +68,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !inputDone else { return }
+        spoke = true
         lineNumber += 1
         let slot = written + answers.count
         answers.append(nil)

@@ -8,8 +8,9 @@ import Synchronization
 /// delivers what they send into the context's sink.
 ///
 /// Descriptors stay bounded: at most ``maxConnections`` connections in all and
-/// ``maxPerPeer`` from one address; with a token, a connection that has not said
-/// hello within ``helloDeadline`` is closed. Refusals are reported (``Refusals``).
+/// ``maxPerPeer`` from one address; a connection that has not sent a line (over
+/// TLS: finished its handshake and sent a line) within ``helloDeadline``, or with a
+/// token not said its hello, is closed. Refusals are reported (``Refusals``).
 public final class TCPListener: Listener, ListenerStatistics, ListenerReloading {
     static let maxConnections = 1024
     static let maxPerPeer = 64
@@ -96,7 +97,7 @@ public final class TCPListener: Listener, ListenerStatistics, ListenerReloading 
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxBytes: maxLine)))
                     try channel.pipeline.syncOperations.addHandler(ReceiverHandler(
                         deliverer: deliverer, token: token, maxLineBytes: maxLine, peer: peer, refusals: refusals,
-                        helloDeadline: token == nil ? nil : Self.helloDeadline))
+                        helloDeadline: Self.helloDeadline))
                 }
             }
         do {

@@ -6,8 +6,8 @@ import Testing
 /// The network edge against hostile peers (issue #49): a certificate is for a
 /// name only by a DNS name in its subjectAltName, never by its subject's text;
 /// STARTTLS forgets everything said in clear; a reply no command asked for is
-/// never taken as an answer.
-@Suite(.timeLimit(.minutes(3))) struct TLSNameTests {
+/// never taken as an answer; a handshake that never finishes holds no connection.
+@Suite(.timeLimit(.minutes(3))) struct NetworkEdgeTests {
     /// TLSTests' certificates, and, signed by the same trusted CA: `evil` (subject
     /// `CN=evil.example;common_name=localhost`, SAN `IP:127.0.0.1` only) and
     /// `sanless` (`CN=localhost`, no SAN).
@@ -59,6 +59,27 @@ import Testing
             }
             _ = listener.stop()
         }
+    }
+
+    /// A tls:// listener with client certificates and no token closes connections
+    /// that never start their handshake within seconds, so they cannot fill its
+    /// cap; a good sender then still delivers.
+    @Test func stalledHandshakesAreClosedWithinSeconds() throws {
+        let (s, env) = try sandbox()
+        let listener = try ListenerProcess(s, address: "tls://127.0.0.1:0?cert=server.pem&key=server-key.pem&client_ca=ca.pem",
+                                           ["--into", "file:\(s.home)/inbox"], environment: env)
+        let stalled = try (0..<20).map { _ in try LineClient(port: listener.port) }
+        let started = Date()
+        for client in stalled { #expect(client.closedByPeer(within: 15), "a stalled handshake is closed") }
+        #expect(Date().timeIntervalSince(started) < 15)
+        let r = try s.sh("""
+            msg compose --to a --body x --enqueue > /dev/null
+            msg flush --transport 'tls://127.0.0.1:\(listener.port)?ca=ca.pem&server_name=localhost&cert=client.pem&key=client-key.pem' > /dev/null; echo $?
+            ls inbox/new | wc -l
+            """, env: env)
+        #expect(r.lines == ["0", "1"], "\(r.out) \(r.err)")
+        let said = listener.stop().stderr
+        #expect(said.contains("closed a connection from 127.0.0.1: no line (over TLS: no finished handshake) within 5s"), "\(said)")
     }
 
     /// smtp:// after STARTTLS refuses the evil certificate for localhost: 78, no mail.
