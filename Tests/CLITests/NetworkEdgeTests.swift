@@ -98,11 +98,11 @@ import Testing
 
     /// A Python SMTP server that lies: `MODE` is `starttls` (its 220 to STARTTLS
     /// comes with five more replies in the same write, then TLS, then it refuses
-    /// RCPT) or `data` (its 354 comes with a 250 in the same write, then 554 to the
-    /// final dot). It logs what it was sent.
+    /// RCPT), `data` (its 354 comes with a 250 in the same write, then 554 to the
+    /// final dot) or `slow` (0.4 s before each reply). It logs what it was sent.
     func liar(_ s: Sandbox, mode: String) throws -> (TestProcess, Int) {
         _ = try s.file("liar.py", """
-            import socket, ssl, sys
+            import socket, ssl, sys, time
             mode = sys.argv[1]
             l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind(("127.0.0.1", 0)); l.listen(8)
             print(l.getsockname()[1], flush=True)
@@ -112,6 +112,8 @@ import Testing
                 c.settimeout(10)
                 f = c.makefile("rwb")
                 def say(b):
+                    if mode == "slow":
+                        time.sleep(0.4)
                     f.write(b); f.flush()
                 say(b"220 liar ESMTP\\r\\n")
                 try:
@@ -151,6 +153,25 @@ import Testing
         while let b = try out.fileHandleForReading.read(upToCount: 1), !b.isEmpty, b != Data([10]) { line += b }
         guard let port = Int(String(decoding: line, as: UTF8.self)) else { throw MsgError(.unavailable, "liar.py did not start") }
         return (p, port)
+    }
+
+    /// `--deadline` bounds a whole attempt, not each step: a server that takes
+    /// 0.4 s over each of its replies (greeting, EHLO, MAIL, RCPT, DATA, the dot)
+    /// gets no attempt longer than about the deadline of 1 s, which times out.
+    @Test func theDeadlineBoundsAWholeAttempt() throws {
+        let (s, env) = try sandbox()
+        let (server, port) = try liar(s, mode: "slow")
+        defer { server.signal(SIGKILL); try? server.wait() }
+        let started = Date()
+        let r = try s.sh("""
+            msg compose --to ann@example.com --from me@example.com --body x --enqueue > /dev/null
+            msg flush --deadline 1s --transport 'smtp://127.0.0.1:\(port)?tls=none' > /dev/null; echo $?
+            msg queue ls --format csv | tail -n +2 | cut -d, -f2
+            """, env: env)
+        let took = Date().timeIntervalSince(started)
+        #expect(r.lines == ["75", "failed"], "\(r.out) \(r.err)")
+        #expect(r.err.contains("timeout"), "\(r.err)")
+        #expect(took < 2.4, "one attempt, bounded whole by its deadline: \(took) s")
     }
 
     /// The issue's check: replies injected behind the STARTTLS 220 get nothing sent

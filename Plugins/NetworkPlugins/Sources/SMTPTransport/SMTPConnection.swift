@@ -24,13 +24,18 @@ final class SMTPConnection {
     /// Fetching the server's certificate without verifying it, only to say why it
     /// did not verify: stops after TLS and EHLO, sends no mail.
     private let probing: Bool
+    /// When the attempt under way must be over (`--deadline` bounds a whole
+    /// attempt: connect, TLS, every SMTP step), if one is under way; every wait
+    /// takes no longer than what is left of it.
+    private var attemptEnd: NIODeadline?
 
     /// - Throws: `config` for what retrying cannot mend (TLS that does not verify, no
     ///   STARTTLS offered, AUTH refused); `unreachable` or `timeout` otherwise.
-    init(_ settings: SMTPSettings, group: any EventLoopGroup, probing: Bool = false) throws(MsgError) {
+    init(_ settings: SMTPSettings, group: any EventLoopGroup, probing: Bool = false, until: NIODeadline? = nil) throws(MsgError) {
         self.settings = settings
         self.group = group
         self.probing = probing
+        self.attemptEnd = until
         if settings.security != .none {
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.minimumTLSVersion = .tlsv12
@@ -52,7 +57,7 @@ final class SMTPConnection {
         self.handler = handler
         let implicit = settings.security == .implicit ? tls : nil
         let bootstrap = ClientBootstrap(group: loop)
-            .connectTimeout(.milliseconds(settings.connectTimeout.milliseconds))
+            .connectTimeout(.milliseconds(Self.bounded(settings.connectTimeout, by: until).milliseconds))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -144,7 +149,11 @@ final class SMTPConnection {
 
     /// Sends one mail: `data` is its text with CRLF line ends, dot-stuffed here.
     /// - Returns: its outcome; 2xx delivered, 4xx (421 too) a retry, 5xx dead.
-    func send(from: String, to: String, data: [UInt8], utf8: Bool, deadline: MsgDuration) -> DeliveryOutcome {
+    /// `until`, when given, is when the whole attempt must be over (a session made
+    /// for it spent part of it already); else `deadline` from now.
+    func send(from: String, to: String, data: [UInt8], utf8: Bool, deadline: MsgDuration, until: NIODeadline? = nil) -> DeliveryOutcome {
+        attemptEnd = until ?? .now() + .milliseconds(deadline.milliseconds)
+        defer { attemptEnd = nil }
         if utf8 && !extensions.contains("SMTPUTF8") {
             return .failed(MsgError(.rejected, "\(settings.display) does not offer SMTPUTF8, and this mail's addresses are not ASCII"), retryAfter: nil)
         }
@@ -233,7 +242,7 @@ final class SMTPConnection {
         let handler = self.handler
         let loop = channel.eventLoop
         let promises = (0..<count).map { _ in loop.makePromise(of: SMTPReply.self) }
-        let deadline = deadline ?? settings.connectTimeout
+        let deadline = Self.bounded(deadline ?? settings.connectTimeout, by: attemptEnd)
         loop.execute { handler.value.send(bytes, promises, deadline: deadline) }
         var replies: [SMTPReply] = []
         for promise in promises {
@@ -245,6 +254,13 @@ final class SMTPConnection {
             }
         }
         return replies
+    }
+
+    /// `wait`, or what is left until `end` when that is less (at least a millisecond).
+    static func bounded(_ wait: MsgDuration, by end: NIODeadline?) -> MsgDuration {
+        guard let end else { return wait }
+        let left = (end - .now()).nanoseconds / 1_000_000
+        return MsgDuration(milliseconds: max(1, min(wait.milliseconds, left)))
     }
 
     /// A TLS failure in words, with its class (TLSReason).

@@ -76,10 +76,12 @@ public final class SMTPTransport: Transport {
                 continue
             }
             let session: SMTPConnection
-            do throws(MsgError) { session = try lane.session(settings, group: group) } catch {
+            // The attempt's deadline bounds it whole: a session made for it, and every step.
+            let until = NIODeadline.now() + .milliseconds(deadline.milliseconds)
+            do throws(MsgError) { session = try lane.session(settings, group: group, until: until) } catch {
                 return outcomes + Array(repeating: .failed(error, retryAfter: nil), count: records.count - outcomes.count)
             }
-            outcomes.append(session.send(from: mail.from, to: mail.to, data: mail.data, utf8: mail.utf8, deadline: deadline))
+            outcomes.append(session.send(from: mail.from, to: mail.to, data: mail.data, utf8: mail.utf8, deadline: deadline, until: until))
         }
         return outcomes
     }
@@ -119,13 +121,13 @@ final class Lane: @unchecked Sendable {
     static let reuseLimit = TimeAmount.seconds(60)
 
     /// Only one thread uses a lane at a time: its queue's (``SMTPTransport/deliver(_:deadline:)``).
-    func session(_ settings: SMTPSettings, group: any EventLoopGroup) throws(MsgError) -> SMTPConnection {
+    func session(_ settings: SMTPSettings, group: any EventLoopGroup, until: NIODeadline? = nil) throws(MsgError) -> SMTPConnection {
         let now = NIODeadline.now()
         defer { lastUsed = now }
         if let connection, connection.isOpen, now - lastUsed < Self.reuseLimit { return connection }
         connection?.quit()
         connection = nil
-        let fresh = try SMTPConnection(settings, group: group)
+        let fresh = try SMTPConnection(settings, group: group, until: until)
         connection = fresh
         return fresh
     }
