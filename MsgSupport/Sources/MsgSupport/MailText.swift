@@ -38,9 +38,9 @@ public enum MailText {
     public static func render(_ m: Message, from defaultFrom: String? = nil, lineEnding: LineEnding = .lf) throws(MsgError) -> [UInt8] {
         var w = Writer(end: lineEnding.bytes)
         if let from = m.from ?? defaultFrom {
-            w.addressField("From", try address(from, "the sender (from)"))
+            try w.addressField("From", try address(from, "the sender (from)"))
         }
-        w.addressField("To", try address(m.to, "the recipient (to)"))
+        try w.addressField("To", try address(m.to, "the recipient (to)"))
         var contentType = "text/plain; charset=utf-8"
         for field in m.headers {
             let name = field.key
@@ -49,6 +49,9 @@ public enum MailText {
             }
             if field.value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
                 throw MsgError(.rejected, "header \(name) holds a line break or NUL, which would add lines of its own to the mail's header; not sent rather than sent altered")
+            }
+            if !field.value.isEmpty && field.value.utf8.allSatisfy({ $0 == 32 || $0 == 9 }) {
+                throw MsgError(.rejected, "header \(name) is whitespace alone, which no mail header line may be (RFC 5322 3.2.2); not sent rather than sent altered")
             }
             let lower = name.lowercased()
             guard !ownHeaders.contains(lower) else {
@@ -179,16 +182,27 @@ public enum MailText {
         }
 
         /// An address field: as it is (UTF-8 where it is not ASCII, RFC 6532), folded.
-        mutating func addressField(_ name: String, _ value: String) {
-            folded(name, Array(value.utf8))
+        /// - Throws: `rejected` when a word of it cannot be folded to fit a line of 998
+        ///   octets (an address cannot be written as encoded words).
+        mutating func addressField(_ name: String, _ value: String) throws(MsgError) {
+            let bytes = Array(value.utf8)
+            guard fits(name, bytes) else {
+                throw MsgError(.rejected, "\(name) holds a word of over 900 octets, which cannot be folded to a mail line of 998; not sent rather than sent altered")
+            }
+            guard bytes.isEmpty || !bytes.allSatisfy({ $0 == 32 || $0 == 9 }) else {
+                throw MsgError(.rejected, "\(name) is whitespace alone; not sent rather than sent altered")
+            }
+            folded(name, bytes)
         }
 
-        /// Whether every word of the value fits a line of 998 octets once folded.
+        /// Whether every word of the value, and every run of whitespace (never a line
+        /// of its own), fits a line of 998 octets once folded.
         private func fits(_ name: String, _ value: [UInt8]) -> Bool {
             var word = name.utf8.count + 2
+            var blank = 0
             for b in value {
-                if b == 32 || b == 9 { word = 0 } else { word += 1 }
-                if word > 900 { return false }
+                if b == 32 || b == 9 { word = 0; blank += 1 } else { word += 1; blank = 0 }
+                if word > 900 || blank > 900 { return false }
             }
             return true
         }
@@ -202,7 +216,10 @@ public enum MailText {
                 var j = i + 1
                 while j < value.count, value[j] != 32, value[j] != 9 { j += 1 }
                 let word = value[i..<j]
-                if column + word.count > 78, column > name.utf8.count + 2, word.first == 32 || word.first == 9 {
+                // Folded only before a word with something in it: a line of whitespace
+                // alone is no header line (RFC 5322 3.2.2).
+                if column + word.count > 78, column > name.utf8.count + 2, word.first == 32 || word.first == 9,
+                   word.contains(where: { $0 != 32 && $0 != 9 }) {
                     out += end
                     column = 0
                 }
