@@ -83,7 +83,8 @@ import Testing
             ("\(good)&server_name=other.example", "its certificate is not for other.example"),
             ("\(tls)?ca=ca.pem", "the receiver wants a client certificate"),
             ("\(tls)?ca=ca.pem&cert=stranger.pem&key=stranger-key.pem", "the receiver refused this sender's certificate"),
-            ("tcp://127.0.0.1:\(port(listener))", "this receiver speaks TLS; send with tls://"),
+            // Naming the port it listens on, not the 0 it was given.
+            ("tcp://127.0.0.1:\(port(listener))", "this receiver speaks TLS; send with tls:// (a tcp:// sender connected to tls://127.0.0.1:\(port(listener)))"),
             ("tls://127.0.0.1:\(port(plain))?ca=ca.pem", "the receiver does not speak TLS there"),
             ("\(expired.url)?ca=ca.pem", "its certificate expired on 2020-01-02 00:00:00 UTC"),
         ]

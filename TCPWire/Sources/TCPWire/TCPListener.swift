@@ -106,6 +106,7 @@ public final class TCPListener: Listener, ListenerStatistics, ListenerReloading 
             guard let bound = channel.localAddress, let port = bound.port else { return address.display }
             var shown = address
             shown.port = port
+            security.listening(at: shown.display)
             if !address.isLoopback {
                 let open = address.token == nil && !security.authenticatesClients
                 context.report("\(shown.display) can be reached from other hosts\(open ? " and takes records without a token (--no-token)" : "")")

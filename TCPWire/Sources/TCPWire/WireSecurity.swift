@@ -34,6 +34,14 @@ public protocol WireSecurity: Sendable {
     /// What the listener answers such a client, in clear text (a refusal of its
     /// hello, as msg's protocol words it, or bytes a TLS client reads as not TLS).
     var otherWireRefusal: String { get }
+
+    /// The listener is bound, at `display` (the port it was given, or the one the
+    /// system chose for port 0): what the security says from now on names it.
+    func listening(at display: String)
+}
+
+extension WireSecurity {
+    public func listening(at display: String) {}
 }
 
 /// The clear-text stream of `tcp://`.

@@ -71,7 +71,9 @@ final class TLSServerWire: ReloadableWireSecurity {
     static let parameters = ["cert", "key", "client_ca"]
 
     private let files: (cert: String, key: String, clientCA: String?)
-    private let display: String
+    /// The listener's address as msg says it: its port once bound (``listening(at:)``).
+    private let shown: Mutex<String>
+    private var display: String { shown.withLock { $0 } }
     private let current: Mutex<NIOSSLContext>
 
     /// - Throws: `config` without `cert=` and `key=`, or for a file that does not read.
@@ -80,8 +82,12 @@ final class TLSServerWire: ReloadableWireSecurity {
             throw MsgError(.config, "\(address.display): msg listen over TLS needs its certificate and key: cert=FILE&key=FILE")
         }
         files = (cert, key, address.extra["client_ca"])
-        display = address.display
-        current = Mutex(try Self.context(files, display: display))
+        shown = Mutex(address.display)
+        current = Mutex(try Self.context(files, display: address.display))
+    }
+
+    func listening(at display: String) {
+        shown.withLock { $0 = display }
     }
 
     private static func context(_ files: (cert: String, key: String, clientCA: String?), display: String) throws(MsgError) -> NIOSSLContext {
