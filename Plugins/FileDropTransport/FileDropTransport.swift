@@ -38,6 +38,10 @@ public final class FileDropTransport: Transport {
     ///   or when `tmp`, `new` or `cur` is not a directory of its own.
     public init(url: PluginURL) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the file: transport needs a directory, e.g. file:/var/spool/msg/outbox") }
+        // A misspelt option must not be dropped in silence: file: takes none.
+        if let (name, _) = url.parameters.first {
+            throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; the file: transport takes none")
+        }
         root = url.path
         try makeDirectories(code: .unavailable)
         removeStaleTemporaries()

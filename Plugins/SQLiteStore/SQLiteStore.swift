@@ -22,6 +22,10 @@ public final class SQLiteStore: Store {
     ///   `storeIO` (a missing store for `.read`), `corrupt`.
     public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the sqlite: store needs a path, e.g. sqlite:/var/lib/msg/queue.sqlite") }
+        // A misspelt option must not be dropped in silence: sqlite: takes none.
+        if let (name, _) = url.parameters.first {
+            throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; the sqlite: store takes none")
+        }
         path = url.path
         if access == .write {
             try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)

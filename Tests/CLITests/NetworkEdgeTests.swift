@@ -205,4 +205,21 @@ import Testing
         #expect(r.lines.count == 2 && r.lines.last != "sent", "\(r.out) \(r.err)")
         #expect(r.err.contains("a reply no command asked for"), "\(r.err)")
     }
+
+    /// Every store and transport refuses a parameter it does not know, naming it,
+    /// before anything is stored, created or sent.
+    @Test func everyPluginRefusesAParameterItDoesNotKnow() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            echo '{"to":"a","body":"b"}' | msg compose | msg queue add --store "sqlite:$PWD/q.sqlite?journl=wal" > /dev/null; echo $?
+            ls q.sqlite 2>/dev/null | wc -l
+            msg compose --to a --body b --enqueue > /dev/null
+            msg flush --transport "file:$PWD/drop?fsync=no" > /dev/null; echo $?
+            ls -d drop 2>/dev/null | wc -l; msg queue count --status queued
+            msg queue count --store "json:$PWD/q.json?max_recrds=5"; echo $?
+            """)
+        #expect(r.lines == ["78", "0", "78", "0", "1", "78"], "\(r.out) \(r.err)")
+        #expect(r.err.contains("unknown parameter 'journl'; the sqlite: store takes none"), "\(r.err)")
+        #expect(r.err.contains("unknown parameter 'fsync'; the file: transport takes none"), "\(r.err)")
+    }
 }
