@@ -53,6 +53,7 @@ let package = Package(
         .target(
             name: "HTTPTransport",
             dependencies: [
+                "TLSCommon",
                 .product(name: "MsgKit", package: "MsgKit"),
                 .product(name: "MsgSupport", package: "MsgSupport"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import TLSCommon
 import struct Foundation.URL
 
 /// The `http://` and `https://` transport: one POST per message, on AsyncHTTPClient
@@ -32,17 +33,9 @@ public final class HTTPTransport: Transport {
 
     public init(url: PluginURL) throws(MsgError) {
         settings = try HTTPSettings(url)
-        var tls = TLSConfiguration.makeClientConfiguration()
-        do {
-            if let ca = settings.caFile { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(ca)) }
-            if let cert = settings.certificateFile, let key = settings.keyFile {
-                tls.certificateChain = try NIOSSLCertificate.fromPEMFile(cert).map { .certificate($0) }
-                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
-            }
-        } catch {
-            throw MsgError(.config, "http: cannot read the TLS files (ca_file, cert_file, key_file): \(error)")
-        }
-        self.tls = tls
+        // The same TLS as tls:// and smtp:// (TLSSetup); AsyncHTTPClient checks names itself.
+        self.tls = try TLSSetup.client(TLSSetup.Files(ca: settings.caFile.map { ("ca_file", $0) }, cert: settings.certificateFile.map { ("cert_file", $0) },
+                                                      key: settings.keyFile.map { ("key_file", $0) }), display: "http: \(settings.host)")
         privateNames = Set(settings.extraHeaders.map { $0.0.lowercased() })
     }
 

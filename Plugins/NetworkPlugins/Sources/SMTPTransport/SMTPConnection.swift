@@ -37,14 +37,10 @@ final class SMTPConnection {
         self.probing = probing
         self.attemptEnd = until
         if settings.security != .none {
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.minimumTLSVersion = .tlsv12
-            configuration.certificateVerification = probing ? .none : .fullVerification
-            if let ca = settings.ca { configuration.trustRoots = .certificates(try TLSFiles.certificates(ca, parameter: "ca")) }
-            let context: NIOSSLContext
-            do { context = try NIOSSLContext(configuration: configuration) } catch {
-                throw MsgError(.config, "\(settings.display): the TLS settings do not load: \(TLSReason.short(error))")
-            }
+            var configuration = try TLSSetup.client(TLSSetup.Files(ca: settings.ca.map { ("ca", $0) }), display: settings.display)
+            // Only to say why a certificate did not verify: nothing is sent over it.
+            if probing { configuration.certificateVerification = .none }
+            let context = try TLSSetup.context(configuration, display: settings.display)
             tls = (context, configuration, settings.serverName ?? (TLSReason.isAddress(settings.host) ? nil : settings.host))
         } else {
             tls = nil

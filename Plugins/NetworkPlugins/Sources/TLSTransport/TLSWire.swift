@@ -21,23 +21,10 @@ struct TLSClientWire: WireSecurity {
 
     /// - Throws: `config` for a file that does not read, or a certificate without its key.
     init(_ address: TCPAddress) throws(MsgError) {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = .tlsv12
-        tls.certificateVerification = .fullVerification
-        if let ca = address.extra["ca"] {
-            tls.trustRoots = .certificates(try TLSFiles.certificates(ca, parameter: "ca"))
-        }
-        switch (address.extra["cert"], address.extra["key"]) {
-        case (let cert?, let key?):
-            tls.certificateChain = try TLSFiles.certificates(cert, parameter: "cert").map { .certificate($0) }
-            tls.privateKey = .privateKey(try TLSFiles.key(key, parameter: "key"))
-        case (nil, nil): break
-        default: throw MsgError(.config, "\(address.display): a client certificate needs both cert= and key=")
-        }
+        let tls = try TLSSetup.client(TLSSetup.Files(ca: address.extra["ca"].map { ("ca", $0) }, cert: address.extra["cert"].map { ("cert", $0) },
+                                                     key: address.extra["key"].map { ("key", $0) }), display: address.display)
         configuration = tls
-        do { context = try NIOSSLContext(configuration: tls) } catch {
-            throw MsgError(.config, "\(address.display): the TLS settings do not load: \(TLSReason.short(error)) (does key= belong to cert=?)")
-        }
+        context = try TLSSetup.context(tls, display: address.display)
         // SNI and the name checked: the host, unless it is an address (then the
         // certificate must name that address) or server_name= says otherwise.
         serverName = address.extra["server_name"] ?? (TLSReason.isAddress(address.host) ? nil : address.host)
@@ -91,18 +78,8 @@ final class TLSServerWire: ReloadableWireSecurity {
     }
 
     private static func context(_ files: (cert: String, key: String, clientCA: String?), display: String) throws(MsgError) -> NIOSSLContext {
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try TLSFiles.certificates(files.cert, parameter: "cert").map { .certificate($0) },
-            privateKey: .privateKey(try TLSFiles.key(files.key, parameter: "key")))
-        tls.minimumTLSVersion = .tlsv12
-        if let clientCA = files.clientCA {
-            tls.certificateVerification = .noHostnameVerification
-            tls.trustRoots = .certificates(try TLSFiles.certificates(clientCA, parameter: "client_ca"))
-            tls.sendCANameList = true
-        }
-        do { return try NIOSSLContext(configuration: tls) } catch {
-            throw MsgError(.config, "\(display): the TLS settings do not load: \(TLSReason.short(error)) (does key= belong to cert=?)")
-        }
+        let tls = try TLSSetup.server(cert: ("cert", files.cert), key: ("key", files.key), clientCA: files.clientCA.map { ("client_ca", $0) })
+        return try TLSSetup.context(tls, display: display)
     }
 
     var scheme: String { "tls" }
