@@ -9,7 +9,7 @@ import Testing
     func settings(_ text: String, env extra: [String: String] = [:]) throws(MsgError) -> Settings {
         let dir = temporaryDirectory()
         let path = dir + "/config"
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         let env = ["MSG_HOME": dir, "HOME": dir, "MSG_CONFIG": path].merging(extra) { $1 }
         return try Settings.resolve(Settings.Overrides(), env: { env[$0] })
     }
