@@ -71,21 +71,18 @@ struct DeliveryTraceFile {
         #expect(trace.outOfOrder(order).isEmpty, "first attempts in FIFO order: \(trace.outOfOrder(order))")
     }
 
-    @Test func sixteenWorkersAreAtLeastTenTimesFasterOverAHundredSlowDestinations() throws {
-        func seconds(_ concurrency: Int) throws -> Double {
-            let s = try Sandbox()
-            _ = try fill(s, keys: 100, each: 2)
-            let r = try s.sh("""
-                t0=$(date +%s%N)
-                msg flush --concurrency \(concurrency) --transport 'stdout:?fd=3&latency=20ms' 3>/dev/null | wc -l
-                t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 ))
-                """)
-            #expect(r.lines.first == "200", "\(r.out)\(r.err)")
-            return Double(r.lines.last ?? "0").map { $0 / 1000 } ?? 0
-        }
-        let one = try seconds(1), sixteen = try seconds(16)
-        #expect(one >= 4, "200 messages of 20 ms one after another: \(one) s")
-        #expect(one / sixteen >= 10, "concurrency 16: \(sixteen) s against \(one) s")
+    /// Sixteen workers over a hundred slow destinations deliver many at once, never
+    /// two of one destination. (How much faster that is, is a benchmark's to say:
+    /// `scripts/bench --per-destination-only`; a ratio of times asserted here failed
+    /// on a loaded machine.)
+    @Test func sixteenWorkersDeliverManyDestinationsAtOnce() throws {
+        let s = try Sandbox()
+        _ = try fill(s, keys: 100, each: 2)
+        let r = try s.sh("msg flush --concurrency 16 --transport 'stdout:?fd=3&latency=20ms&trace=\(s.home)/trace' 3>/dev/null | wc -l")
+        #expect(r.lines.first == "200", "\(r.out)\(r.err)")
+        let trace = DeliveryTraceFile(try String(contentsOfFile: s.home + "/trace", encoding: .utf8))
+        #expect(trace.maxInFlightPerKey == 1, "a destination never had two messages in flight")
+        #expect(trace.maxInFlightTotal >= 8, "sixteen workers had many destinations in flight at once: \(trace.maxInFlightTotal)")
     }
 
     @Test func twoProcessesShareOneDestinationsRate() throws {
