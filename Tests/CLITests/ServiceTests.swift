@@ -8,6 +8,17 @@ import Testing
 /// command), one bad message never stops the queue, and an HTTP destination
 /// answering 503 for a while gets every message once when it is back.
 @Suite(.timeLimit(.minutes(5))) struct ServiceTests {
+    /// `msg flush --watch` in the sandbox, finding the network plugins, standard
+    /// error to `stderr` (nowhere when nil).
+    func startWatch(_ s: Sandbox, _ env: [String: String], stderr: Pipe? = nil) throws -> TestProcess {
+        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
+        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
+        watch.standardOutput = FileHandle.nullDevice
+        watch.standardError = stderr ?? FileHandle.nullDevice
+        try watch.run()
+        return watch
+    }
+
     /// The issue's check: 1,000 mails to Postfix, one of which has no `from` (and
     /// the transport names none): 999 sent, 1 dead saying why, the run not ended by 78.
     @Test func onePoisonMessageAmongAThousandIsDeadAndTheRestGo() throws {
@@ -33,12 +44,8 @@ import Testing
             seq 20 | awk '{ if ($1 == 7) printf "{\\"to\\":\\"u%d@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1; \
                 else printf "{\\"to\\":\\"u%d@example.com\\",\\"from\\":\\"me@example.com\\",\\"body\\":\\"m%d\\"}\\n", $1, $1 }' | msg compose --enqueue > /dev/null
             """, env: env)
-        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
-        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
-        watch.standardOutput = FileHandle.nullDevice
         let err = Pipe()
-        watch.standardError = err
-        try watch.run()
+        let watch = try startWatch(s, env, stderr: err)
         let done = try eventually(within: 60) { try s.sh("msg queue count --status sent", env: env).out == "19\n" }
         #expect(done)
         #expect(watch.isRunning, "the watch goes on")
@@ -60,11 +67,7 @@ import Testing
         #expect(try s.sh("echo '/^/ 451 4.3.2 down for maintenance' > '\(etc)/access' && postfix -c '\(etc)' reload").status == 0)
         try s.config("transport = \(postfix.url)?ca=\(s.home)/ca.pem&from=me@example.com\nbackoff_cap = 1s\n")
         _ = try s.sh("for i in $(seq 10); do msg compose --to u$i@example.com --body m$i --enqueue; done > /dev/null", env: env)
-        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
-        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
-        watch.standardOutput = FileHandle.nullDevice
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
+        let watch = try startWatch(s, env)
         defer { watch.signal(SIGKILL); try? watch.wait() }
         let refused = try eventually(within: 60) {
             try s.sh("msg queue ls --status failed | grep -c '451 4.3.2 down for maintenance.*\"attempts\":[2-9]\\|\"attempts\":[2-9].*451 4.3.2'", env: env).out != "0\n"
@@ -111,11 +114,7 @@ import Testing
         #expect(table.contains("\"destination\":\"hooks.orders\",\"transport\":\"\(hooks.base)/down/\(s.home)/up\""), "\(table)")
         #expect(table.contains("\"destination\":\"pager\",\"transport\":\"exec:\(command)\""), "\(table)")
         #expect(table.contains("\"destination\":\"ann1@example.com\",\"transport\":\"\(postfix.url)\""), "shown without its parameters: \(table)")
-        let watch = TestProcess([buildDirectory + "/msg", "flush", "--watch"])
-        watch.environment = ["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config", "MSG_PLUGIN_PATH": env["MSG_PLUGIN_PATH"] ?? ""]
-        watch.standardOutput = FileHandle.nullDevice
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
+        let watch = try startWatch(s, env)
         defer { watch.signal(SIGKILL); try? watch.wait() }
         // Mail and commands go; the webhooks wait out the 503s.
         #expect(try eventually(within: 60) { try s.sh("msg queue count --status sent", env: env).out == "6\n" })
