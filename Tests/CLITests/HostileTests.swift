@@ -113,7 +113,7 @@ import Testing
             mkdir healthy; cp \(file) healthy/
             """)
         #expect(made.lines == ["60000"], "\(made.err)")
-        // In a SQLite store, from the first page there that is not the ledger's: the
+        // In a SQLite store, from the first page of the records' table there: the
         // ledger's runs are spread among the records, and only `msg ledger verify`
         // reads them (LedgerTests carry a salvaged store).
         for (where_, offset) in [("start", "size / 10"), ("middle", "size / 2"), ("end", "size - size / 10")] {
@@ -123,7 +123,7 @@ import Testing
                     rm -f \(file)*; cp healthy/\(file) .
                     size=$(stat -c %s \(file))
                     at=$((\(offset)))
-                    \(store == "sqlite" ? "at=$(sqlite3 \(file) \"SELECT coalesce(min(pageno) - 1, $at / 16384) * 16384 FROM dbstat WHERE pageno > $at / 16384 AND name NOT IN ('ledger', 'ledger_removed')\")" : "")
+                    \(store == "sqlite" ? "at=$(sqlite3 \(file) \"SELECT coalesce(min(pageno) - 1, $at / 16384) * 16384 FROM dbstat WHERE pageno > $at / 16384 AND name = 'messages'\")" : "")
                     head -c 204800 /dev/urandom | dd of=\(file) bs=1 seek=$at conv=notrunc status=none
                     \(readerFirst ? "msg queue ls > /dev/null; echo \"ls $?\"; msg queue count > /dev/null; echo \"count $?\"" : "")
                     printf '{"to":"a","body":"x"}\\n{"to":"b","body":"y"}\\n' | msg compose --enqueue > acked; echo "enqueue $?"
@@ -135,7 +135,11 @@ import Testing
                     """)
                 let tag = "\(store), damage at the \(where_), \(readerFirst ? "reader" : "writer") first"
                 if readerFirst {
-                    #expect(Array(r.lines.prefix(3)) == ["ls 74", "count 74", "enqueue 74"], "\(tag): \(r.out)\(r.err)")
+                    // `ls` reads every record, so it meets the damage. `count` may be
+                    // answered from an index the random bytes missed (SQLite counts
+                    // the smallest b-tree), which is a true count, not a hidden record.
+                    #expect(Array(r.lines.prefix(1)) == ["ls 74"] && Array(r.lines.dropFirst(2).prefix(1)) == ["enqueue 74"], "\(tag): \(r.out)\(r.err)")
+                    #expect(["count 74", "count 0"].contains(r.lines.dropFirst().first ?? ""), "\(tag): \(r.out)\(r.err)")
                 } else {
                     #expect(["enqueue 74", "enqueue 0"].contains(r.lines.first ?? ""), "\(tag): \(r.out)\(r.err)")
                 }
