@@ -20,7 +20,8 @@ struct CheckpointOptions: ParsableArguments {
 
     /// The key, read before the run: a key that cannot be read stops it before it sends.
     func key() throws(MsgError) -> [UInt8]? {
-        try checkpointKey.map { (path) throws(MsgError) in try LedgerKeys.readPrivate(path) }
+        if let checkpointTo { try OutputPath.check(checkpointTo, option: "--checkpoint-to", code: .storeIO) }
+        return try checkpointKey.map { (path) throws(MsgError) in try LedgerKeys.readPrivate(path) }
     }
 
     /// Signs and writes the checkpoint of the ledger as the run left it.
@@ -34,9 +35,12 @@ struct CheckpointOptions: ParsableArguments {
         }
         // One write of the whole line, made durable: lines appended by several runs
         // never interleave, and one acknowledged by the exit status is on disk.
-        let fd = try SystemCalls.open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode: 0o644, code: .storeIO)
+        let fd = try OutputPath.openAppending(file, option: "--checkpoint-to", mode: 0o644, code: .storeIO)
         defer { close(fd) }
         try SystemCalls.writeAll(fd, Array((line + "\n").utf8), code: .storeIO, what: "checkpoint file \(file)")
-        try SystemCalls.fsync(fd, code: .storeIO, what: "checkpoint file \(file)")
+        var st = stat()
+        if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG {
+            try SystemCalls.fsync(fd, code: .storeIO, what: "checkpoint file \(file)")
+        }
     }
 }

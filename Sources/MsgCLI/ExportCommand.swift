@@ -1,6 +1,7 @@
 import ArgumentParser
 import MsgEngine
 import MsgKit
+import MsgSupport
 
 /// `msg export`: messages with their full history, for audit.
 struct ExportCommand: SessionCommand {
@@ -59,7 +60,8 @@ struct ExportCommand: SessionCommand {
         let n = try Exporter(store: try session.store(.read), options: options, console: console)
             .run(progress: console.progress("exported", shown: console.errorIsTerminal && (out != nil || !console.outputIsTerminal)))
         if let out {
-            console.say("exported \(n) message\(n == 1 ? "" : "s") to \(out) (manifest \(out).sha256\(proof == nil ? "" : ", proof \(out).proof"))")
+            let beside = OutputPath.namesAFile(out) ? " (manifest \(out).sha256\(proof == nil ? "" : ", proof \(out).proof"))" : ""
+            console.say("exported \(n) message\(n == 1 ? "" : "s") to \(out)\(beside)")
         }
         try finish(badLines > 0 ? 65 : 0)
     }

@@ -28,8 +28,8 @@ struct LedgerKeygenCommand: ParsableCommand {
         }
         let seed = try Ed25519.newSeed()
         let pub = try Ed25519.publicKey(seed: seed)
-        try SystemCalls.replaceAtomically(key, with: Array(LedgerKeys.privateLine(seed).utf8), mode: 0o600, code: .storeIO)
-        try SystemCalls.replaceAtomically(key + ".pub", with: Array(LedgerKeys.publicLine(pub).utf8), mode: 0o644, code: .storeIO)
+        try OutputFile.write(key, Array(LedgerKeys.privateLine(seed).utf8), option: "--key", mode: 0o600, streams: false, code: .storeIO)
+        try OutputFile.write(key + ".pub", Array(LedgerKeys.publicLine(pub).utf8), option: "--key", mode: 0o644, streams: false, code: .storeIO)
         print("key \(try LedgerCheckpoint.keyID(of: pub)): \(key) and \(key).pub")
     }
 }

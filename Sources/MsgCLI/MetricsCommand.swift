@@ -44,7 +44,7 @@ struct MetricsCommand: SessionCommand {
             throw MsgError(.config, "--textfile \(textfile): not a directory (node_exporter's --collector.textfile.directory)")
         }
         // node_exporter reads only names ending in .prom: the temporary one does not.
-        let file = try AtomicFile(replacing: textfile + "/msg.prom", mode: 0o644, code: .storeIO)
+        let file = try OutputFile(textfile + "/msg.prom", option: "--textfile", mode: 0o644, streams: false, code: .storeIO)
         try file.write(Array(text.utf8))
         try file.commit()
     }

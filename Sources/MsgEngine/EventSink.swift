@@ -53,9 +53,7 @@ public final class EventSink: Sendable {
         self.wait = closeWait
         argv = try command.map { (c) throws(MsgError) in try ShellWords.command(c, what: "--on-event") }
         if let file {
-            let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0o600)
-            guard fd >= 0 else { throw SystemCalls.error(.config, "--events \(file): cannot open") }
-            self.fd = fd
+            self.fd = try OutputPath.openAppending(file, option: "--events", mode: 0o600, code: .config)
         } else {
             fd = -1
         }

@@ -3,7 +3,8 @@ import MsgSupport
 
 /// `export`: messages (default: failed and dead) with their full history, as
 /// ndjson, json or csv, to stdout or atomically to a file with a `FILE.sha256`
-/// manifest that `sha256sum -c` accepts.
+/// manifest that `sha256sum -c` accepts (a FIFO or a device is written in place,
+/// without one: ``OutputPath``).
 public struct Exporter {
     /// What to export and how.
     public struct Options: Sendable {
@@ -34,6 +35,9 @@ public struct Exporter {
     /// - Returns: the number of records. - Throws: store and file errors; then an
     ///   existing `--out` file and its manifest are left as they were.
     public func run(progress: Progress? = nil) throws(MsgError) -> Int {
+        if options.proofKey != nil, let path = options.out, !OutputPath.namesAFile(path) {
+            throw MsgError(.usage, "--proof needs --out to name a regular file, for its .proof and .sha256 beside it: \(path) is none")
+        }
         guard let seed = options.proofKey, let path = options.out else {
             var none: [String]?
             return try export(progress, ids: &none)
@@ -59,7 +63,7 @@ public struct Exporter {
             try formatter.finish()
             return count
         }
-        let file = try AtomicFile(replacing: path, code: .storeIO)
+        let file = try OutputFile(path, option: "--out", code: .storeIO)
         let hash = try StreamingDigest()
         let formatter = RecordFormatter(format: options.format == .table ? .ndjson : options.format, includeHistory: true,
                                         output: ByteOutput(fd: -1, name: path), sink: { (bytes) throws(MsgError) in
@@ -71,7 +75,10 @@ public struct Exporter {
         // The file and its manifest, each replaced atomically: the data first, so a
         // manifest never describes a file that is not there.
         try file.commit()
-        try SystemCalls.replaceAtomically(path + ".sha256", with: Array(Self.manifestLine(try hash.finish().hex, path).utf8), mode: 0o600, code: .storeIO)
+        // A FIFO or a device is written in place, and gets no manifest beside it.
+        guard !file.isStream else { return count }
+        try OutputFile.write(path + ".sha256", Array(Self.manifestLine(try hash.finish().hex, path).utf8), option: "--out's manifest",
+                             streams: false, code: .storeIO)
         return count
     }
 

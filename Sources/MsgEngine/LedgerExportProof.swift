@@ -57,7 +57,7 @@ public enum LedgerExportProof {
             return leaf.hash
         }
         let checkpoint = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed)
-        let file = try AtomicFile(replacing: path, code: .storeIO)
+        let file = try OutputFile(path, option: "--proof", streams: false, code: .storeIO)
         try file.write(Array((checkpoint.line + "\n").utf8))
         for id in ids {
             guard let mine = stands[id] else { continue }

@@ -19,6 +19,12 @@ public final class AtomicFile {
     public init(replacing path: String, mode: mode_t = 0o600, code: MsgError.Code) throws(MsgError) {
         self.path = path
         self.code = code
+        // Only a regular file is replaced: a link, a device or a FIFO there is not
+        // msg's to rename over (``OutputPath``).
+        var st = stat()
+        if lstat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
+            throw OutputPath.refusal("", path, "is a \(OutputPath.kind(st.st_mode)), not a file msg may replace")
+        }
         temporary = SystemCalls.unpredictableName(beside: path)
         fd = try SystemCalls.createExclusive(temporary, mode: mode, code: code)
     }

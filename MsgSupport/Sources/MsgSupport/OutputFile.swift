@@ -1,0 +1,170 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import MsgKit
+
+/// The one rule for every option that names a file msg writes (`--out`,
+/// `--textfile`, `--events`, `--checkpoint-to`, keys, proofs): msg replaces or
+/// appends to only a regular file of its own, or creates one where nothing is.
+/// A FIFO or a character device (`/dev/null`, a terminal) is written in place,
+/// as are `/dev/stdout`, `/dev/stderr` and `/dev/fd/N`, which name descriptors
+/// the command already has. Anything else (a symbolic link, a directory, a block
+/// device, a socket) is refused with one line, and left as it was.
+public enum OutputPath {
+    /// What `path` is to a writer.
+    public enum Target: Equatable, Sendable {
+        /// Nothing, or a regular file: written by msg's own means (a rename, an append).
+        case file
+        /// A descriptor open for writing in place, the caller's to close.
+        case stream(Int32)
+    }
+
+    /// Classifies `path` for `option` (e.g. "--out"), opening it when it is a
+    /// stream; `streams: false` refuses streams too (a key must be a file).
+    /// - Throws: `usage` naming the option and what is at `path`; `code` when a
+    ///   stream cannot be opened.
+    public static func target(_ path: String, option: String, streams: Bool = true, code: MsgError.Code) throws(MsgError) -> Target {
+        switch try check(path, option: option, streams: streams, code: code) {
+        case .file:
+            return .file
+        case .stream:
+            if let fd = descriptor(named: path) {
+                let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+                guard copy >= 0 else { throw SystemCalls.error(code, "\(option) \(path): cannot use it") }
+                return .stream(copy)
+            }
+            // No O_CREAT, no O_TRUNC: what is there is written, never made anew.
+            return .stream(try SystemCalls.open(path, O_WRONLY | O_NOCTTY | O_NOFOLLOW, code: code))
+        }
+    }
+
+    /// What `path` is, checked under the rule without opening it (`.stream(-1)` for
+    /// a stream), so a command can refuse before it starts its work.
+    /// - Throws: as ``target``.
+    @discardableResult
+    public static func check(_ path: String, option: String, streams: Bool = true, code: MsgError.Code) throws(MsgError) -> Target {
+        if descriptor(named: path) != nil {
+            guard streams else { throw refusal(option, path, "names a descriptor, not a file") }
+            return .stream(-1)
+        }
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
+            if errno == ENOENT { return .file }
+            throw SystemCalls.error(code, "\(option) \(path): cannot look at it")
+        }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG:
+            return .file
+        case S_IFIFO, S_IFCHR:
+            guard streams else { throw refusal(option, path, "is a \(kind(st.st_mode)), not a file") }
+            return .stream(-1)
+        default:
+            throw refusal(option, path, "is a \(kind(st.st_mode)); msg writes only a regular file of its own\(streams ? ", a FIFO or a character device" : "")")
+        }
+    }
+
+    /// Whether `path` holds nothing or a regular file (what a rename may replace).
+    public static func namesAFile(_ path: String) -> Bool {
+        guard descriptor(named: path) == nil else { return false }
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT == S_IFREG : errno == ENOENT
+    }
+
+    /// Opens `path` for appending under the rule: a regular file (created `mode`
+    /// when missing, never through a link) or a stream. - Throws: as ``target``.
+    public static func openAppending(_ path: String, option: String, mode: mode_t, code: MsgError.Code) throws(MsgError) -> Int32 {
+        switch try target(path, option: option, code: code) {
+        case .stream(let fd):
+            return fd
+        case .file:
+            let fd = try SystemCalls.open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY, mode: mode, code: code)
+            // What was looked at may have been swapped before the open: look again.
+            var st = stat()
+            guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+                close(fd)
+                throw refusal(option, path, "is no longer a regular file")
+            }
+            return fd
+        }
+    }
+
+    /// The descriptor `path` names when it is one the command already has.
+    static func descriptor(named path: String) -> Int32? {
+        switch path {
+        case "/dev/stdout": return 1
+        case "/dev/stderr": return 2
+        default:
+            for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
+                guard let n = Int32(path.dropFirst(prefix.count)), n >= 0, fcntl(n, F_GETFD) >= 0 else { return nil }
+                return n
+            }
+            return nil
+        }
+    }
+
+    static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFLNK: return "symbolic link"
+        case S_IFDIR: return "directory"
+        case S_IFBLK: return "block device"
+        case S_IFSOCK: return "socket"
+        case S_IFIFO: return "FIFO"
+        case S_IFCHR: return "character device"
+        default: return "special file"
+        }
+    }
+
+    static func refusal(_ option: String, _ path: String, _ what: String) -> MsgError {
+        MsgError(.usage, "\(option.isEmpty ? "" : option + " ")\(path) \(what); nothing was written there")
+    }
+}
+
+/// A file written whole under ``OutputPath``'s rule: to a regular file (or none)
+/// through an ``AtomicFile`` renamed over it at ``commit()``, to a stream in place.
+public final class OutputFile {
+    /// The path as the user named it.
+    public let path: String
+    private let atomic: AtomicFile?
+    private var fd: Int32
+    private let code: MsgError.Code
+
+    /// Starts writing `path` for `option`. - Throws: as ``OutputPath/target``.
+    public init(_ path: String, option: String, mode: mode_t = 0o600, streams: Bool = true, code: MsgError.Code) throws(MsgError) {
+        self.path = path
+        self.code = code
+        switch try OutputPath.target(path, option: option, streams: streams, code: code) {
+        case .file:
+            atomic = try AtomicFile(replacing: path, mode: mode, code: code)
+            fd = -1
+        case .stream(let stream):
+            atomic = nil
+            fd = stream
+        }
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Whether the file is a stream written in place (no rename, no manifest beside it).
+    public var isStream: Bool { atomic == nil }
+
+    /// Appends `bytes`. - Throws: `code` on failure (a full device says so).
+    public func write(_ bytes: [UInt8]) throws(MsgError) {
+        if let atomic { return try atomic.write(bytes) }
+        try SystemCalls.writeAll(fd, bytes, code: code, what: path)
+    }
+
+    /// Puts a regular file in place (durably); ends a stream's writing.
+    public func commit() throws(MsgError) {
+        if let atomic { return try atomic.commit() }
+        let stream = fd
+        fd = -1
+        guard close(stream) == 0 || errno == EINTR else { throw SystemCalls.error(code, "cannot write \(path)") }
+    }
+
+    /// Writes `bytes` to `path` under the rule, whole. - Throws: as ``init``.
+    public static func write(_ path: String, _ bytes: [UInt8], option: String, mode: mode_t = 0o600, streams: Bool = true, code: MsgError.Code) throws(MsgError) {
+        let file = try OutputFile(path, option: option, mode: mode, streams: streams, code: code)
+        try file.write(bytes)
+        try file.commit()
+    }
+}
