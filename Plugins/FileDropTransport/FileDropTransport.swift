@@ -23,7 +23,8 @@ import MsgSupport
 /// An id is delivered at most once: if `new/<id>.json` or `cur/<id>.json` exists,
 /// delivering it again is a no-op and ``lookup(_:)`` says true. Only a canonical
 /// UUID is ever used as a file name; any other id is `rejected`. Directories are
-/// created 0700, files 0600.
+/// created 0700, files 0600. The drop is made where missing, but not its parents
+/// unless the URL asks (`?parents=yes`): a mistyped path is an error, not a new tree.
 ///
 /// Someone else may be able to write in the drop (a consumer's group, say), so no
 /// name in it is trusted: each record is written to a new file with a name nobody
@@ -32,25 +33,40 @@ import MsgSupport
 /// place is never written through, and a `tmp` or `new` that is a link is refused.
 public final class FileDropTransport: Transport {
     let root: String
+    /// Whether missing parents of the drop are made too (`?parents=yes`).
+    let parents: Bool
 
     /// Opens (creating) the drop directory `url.path` (`file:DIR` or `file:///DIR`).
-    /// - Throws: `config` without a path; `unavailable` when it cannot be created,
-    ///   or when `tmp`, `new` or `cur` is not a directory of its own.
+    /// - Throws: `config` without a path, with an unknown parameter, or when the
+    ///   drop's parent is missing and not asked for; `unavailable` when it cannot
+    ///   be created, or when `tmp`, `new` or `cur` is not a directory of its own.
     public init(url: PluginURL) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the file: transport needs a directory, e.g. file:/var/spool/msg/outbox") }
-        // A misspelt option must not be dropped in silence: file: takes none.
-        if let (name, _) = url.parameters.first {
-            throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; the file: transport takes none")
+        // A misspelt option must not be dropped in silence.
+        for (name, value) in url.parameters {
+            guard name == "parents" else {
+                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; the file: transport takes only parents=yes")
+            }
+            guard value == "yes" || value == "no" else { throw MsgError(.config, "'\(url.text)': parents is yes or no") }
         }
         root = url.path
+        parents = url.parameters.contains { $0.0 == "parents" && $0.1 == "yes" }
+        let parent = SystemCalls.directory(of: root)
+        if !parents && !SystemCalls.exists(root) && !SystemCalls.isRealDirectory(parent) {
+            throw MsgError(.config, "'\(url.text)': \(parent) is no directory; create it, or add ?parents=yes to have msg create it")
+        }
         try makeDirectories(code: .unavailable)
         removeStaleTemporaries()
     }
 
-    /// Makes the drop and its `tmp`, `new` and `cur` where missing.
-    /// - Throws: `code` when one cannot be made or is not a directory itself.
+    /// Makes the drop (with its parents when asked) and its `tmp`, `new` and `cur`
+    /// where missing. - Throws: `code` when one cannot be made or is not a directory itself.
     private func makeDirectories(code: MsgError.Code) throws(MsgError) {
-        try SystemCalls.makeDirectories(root, code: code)
+        if parents {
+            try SystemCalls.makeDirectories(root, code: code)
+        } else if mkdir(root, 0o700) != 0 && errno != EEXIST {
+            throw SystemCalls.error(code, "cannot create directory \(root)")
+        }
         for sub in ["tmp", "new", "cur"] {
             let path = "\(root)/\(sub)"
             if mkdir(path, 0o700) != 0 && errno != EEXIST { throw SystemCalls.error(code, "cannot create directory \(path)") }

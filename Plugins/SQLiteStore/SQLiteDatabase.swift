@@ -57,7 +57,8 @@ final class SQLiteDatabase {
         let rc = sqlite3_open_v2(path, &db, (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX, nil)
         handle = db
         guard rc == SQLITE_OK else {
-            let error = SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "")
+            let error = SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "",
+                                    systemErrno: db.map { sqlite3_system_errno($0) } ?? 0)
             sqlite3_close_v2(db)
             handle = nil
             close(file)
@@ -96,7 +97,7 @@ final class SQLiteDatabase {
     /// The error for result `rc` while doing `what`.
     func error(_ rc: Int32, _ what: String) -> MsgError {
         let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? ""
-        return SQLiteError(code: rc, message: message).msgError(path: path, while: what)
+        return SQLiteError(code: rc, message: message, systemErrno: handle.map { sqlite3_system_errno($0) } ?? 0).msgError(path: path, while: what)
     }
 
     /// Runs SQL that returns no rows. - Throws: the mapped error.

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import CSQLite
 import MsgKit
 
@@ -8,18 +11,26 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
     let code: Int32
     /// SQLite's own text.
     let message: String
-    var description: String { "SQLite error \(code): \(message)" }
+    /// The errno of the system call that failed under it (`sqlite3_system_errno`), or 0.
+    var systemErrno: Int32 = 0
+    var description: String { "SQLite error \(code): \(message)" + (systemErrno == 0 ? "" : " (errno \(systemErrno))") }
 
     /// The primary result code.
     var primary: Int32 { code & 0xFF }
 
     /// The msg error for this SQLite error while doing `what` on the store at `path`.
     func msgError(path: String, while what: String) -> MsgError {
+        // A full disk or quota, whichever call met it (a write, the journal's
+        // creation, a checkpoint): named, where SQLite says "disk I/O error".
+        let systemCall = primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN
+        if primary == SQLITE_FULL || (systemCall && (systemErrno == ENOSPC || systemErrno == EDQUOT)) {
+            let space = systemErrno == EDQUOT ? "disk quota exceeded" : "no space left on device"
+            return MsgError(.storeIO, "store \(path): \(space) while \(what); nothing of it was stored, and what was stored before is kept",
+                            underlying: self)
+        }
         switch primary {
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return MsgError(.corrupt, "store \(path) is damaged (\(String(cString: sqlite3_errstr(code)))) while \(what)", underlying: self)
-        case SQLITE_FULL:
-            return MsgError(.storeIO, "store \(path): the disk is full while \(what); nothing in this batch was stored", underlying: self)
         case SQLITE_READONLY:
             return MsgError(.storeIO, "store \(path) cannot be written: the file or its directory is read-only (while \(what))", underlying: self)
         case SQLITE_BUSY, SQLITE_LOCKED:

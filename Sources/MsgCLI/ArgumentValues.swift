@@ -48,6 +48,19 @@ enum ArgumentValue {
         return (String(name), parts.count > 1 ? String(parts[1]) : nil)
     }
 
+    /// A count: a whole number from `lowest` (to `highest`). Every count option
+    /// (`--limit`, `--batch`, `--top`…) is read by this one rule, so a negative
+    /// number, or a zero where it means nothing, is refused alike (exit 64).
+    static func count(from lowest: Int, to highest: Int = .max) -> @Sendable (String) throws -> Int {
+        { text in
+            guard let n = Int(text), n >= lowest, n <= highest else {
+                let range = highest == .max ? "\(lowest) or more" : "from \(lowest) to \(highest)"
+                throw ValidationError("expected a whole number, \(range)")
+            }
+            return n
+        }
+    }
+
     /// A size in bytes, or with KiB/MiB.
     static func size(_ text: String) throws -> Int {
         try checked { () throws(MsgError) in try ListenService.parseSize(text) }

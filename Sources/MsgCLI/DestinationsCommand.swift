@@ -83,6 +83,7 @@ struct DestinationsSuspendCommand: SessionCommand {
         let now = Timestamp.now()
         let until = duration.map { now.adding($0) }
         let destinations = Destinations(store: try session.store())
+        try destinations.refusePattern(destination, command: "suspend")
         let events = try eventOptions.sink(session)
         _ = try destinations.suspend(destination, until: until, reason: reason, now: now)
         if let events {
@@ -102,8 +103,10 @@ struct DestinationsResumeCommand: SessionCommand {
     @Argument(help: "The destination, as msg destinations lists it.") var destination: String
 
     func run(_ session: Session) throws {
+        let destinations = Destinations(store: try session.store())
+        try destinations.refusePattern(destination, command: "resume")
         let events = try eventOptions.sink(session)
-        let was = try Destinations(store: try session.store()).resume(destination)
+        let was = try destinations.resume(destination)
         if was.any, let events {
             events.emit(DeliveryEvent(.resumed, at: Timestamp.now(), destination: destination))
             events.close()

@@ -28,10 +28,10 @@ struct MatchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Only failed or dead messages whose last error has this code (\(MessageFilter.errorCodes.joined(separator: ", "))), or none: the others.", valueName: "code"))
     var error: String?
 
-    @Option(name: .customLong("min-attempts"), help: "Only messages with at least this many counted attempts.") var minAttempts: Int?
+    @Option(name: .customLong("min-attempts"), help: "Only messages with at least this many counted attempts.", transform: ArgumentValue.count(from: 1))
+    var minAttempts: Int?
 
     func validate() throws {
-        if let minAttempts, minAttempts < 0 { throw ValidationError("--min-attempts must be 0 or more") }
         if let error, error != "none", !MessageFilter.errorCodes.contains(error) {
             throw ValidationError("--error: unknown code '\(error)'; expected one of \(MessageFilter.errorCodes.joined(separator: ", ")) or none")
         }
@@ -75,11 +75,7 @@ struct FilterOptions: ParsableArguments {
 
     @OptionGroup var match: MatchOptions
 
-    @Option(parsing: .unconditional, help: "At most this many messages.") var limit: Int?
-
-    func validate() throws {
-        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
-    }
+    @Option(parsing: .unconditional, help: "At most this many messages.", transform: ArgumentValue.count(from: 1)) var limit: Int?
 
     /// Whether any filter was given (an action then selects by it).
     var isGiven: Bool { !status.isEmpty || limit != nil || match.isGiven }

@@ -20,7 +20,7 @@ struct FlushCommand: SessionCommand {
     @OptionGroup var targets: TargetOptions
     @OptionGroup var match: MatchOptions
     @OptionGroup var policy: PolicyOptions
-    @Option(parsing: .unconditional, help: "Send at most this many messages.") var limit: Int?
+    @Option(parsing: .unconditional, help: "Send at most this many messages.", transform: ArgumentValue.count(from: 1)) var limit: Int?
     @Flag(help: "Keep running: send what becomes due; stop on SIGINT or SIGTERM.") var watch = false
     @OptionGroup var eventOptions: EventOptions
     @OptionGroup var checkpoint: CheckpointOptions

@@ -22,14 +22,11 @@ struct MetricsCommand: SessionCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: ArgumentHelp("Write DIR/msg.prom (by a temporary file and a rename) instead of printing.", valueName: "dir"))
     var textfile: String?
-    @Option(help: "Destinations named in the per-destination series; the rest are summed as (other).") var top = 20
+    @Option(help: "Destinations named in the per-destination series; the rest are summed as (other).", transform: ArgumentValue.count(from: 1, to: 10_000))
+    var top = 20
     @Option(help: ArgumentHelp("What makes a destination: to or header:NAME, as flush --key.", valueName: "key"),
             transform: ArgumentValue.destinationKey)
     var key = DestinationKey.recipient
-
-    func validate() throws {
-        if top < 1 || top > 10_000 { throw ValidationError("--top is from 1 to 10000") }
-    }
 
     func run(_ session: Session) throws {
         let text = try Metrics(store: try session.store(.read), key: key, top: top).render()

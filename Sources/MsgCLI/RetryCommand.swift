@@ -22,7 +22,7 @@ struct RetryCommand: SessionCommand {
     @Option(help: "Why; kept in each message's history (the attempt, or with --dead the redrive).") var reason: String?
     @Flag(name: .customLong("dry-run"), help: "Print the messages that would be retried (or redriven) and how many; change nothing.") var dryRun = false
     @Flag(help: "Redrive dead messages to queued (history kept, attempts reset).") var dead = false
-    @Option(parsing: .unconditional, help: "Retry at most this many messages.") var limit: Int?
+    @Option(parsing: .unconditional, help: "Retry at most this many messages.", transform: ArgumentValue.count(from: 1)) var limit: Int?
     @Option(name: .customLong("expires-in"), help: ArgumentHelp("With --dead: the redriven messages' new expiry (a duration such as 1h, or a time); without it an expiry already past is dropped.", valueName: "duration"),
             transform: ArgumentValue.futureTime)
     var expiresAt: Timestamp?
@@ -30,7 +30,6 @@ struct RetryCommand: SessionCommand {
     func validate() throws {
         if pace != nil && dead { throw ValidationError("--pace spreads sending; --dead only queues again (pace the flush that follows)") }
         if let reason, reason.utf8.count > 1024 { throw ValidationError("--reason is \(reason.utf8.count) bytes; at most 1024") }
-        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
     }
 
     func run(_ session: Session) throws {

@@ -57,7 +57,8 @@ func nothingGiven(_ ids: [String]?, badLines: Int, _ session: Session) throws ->
 }
 /// The retry policy and deadline of `flush` and `retry` (docs/DESIGN.md 6).
 struct PolicyOptions: ParsableArguments {
-    @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead; 0: no count, the give-up age decides (default: 0, or max_attempts in the config file). Promised to each message this run fails.")
+    @Option(name: .customLong("max-attempts"), help: "Counted attempts before a message is dead; 0: no count, the give-up age decides (default: 0, or max_attempts in the config file). Promised to each message this run fails.",
+            transform: ArgumentValue.count(from: 0))
     var maxAttempts: Int?
     @Option(name: .customLong("give-up-after"), help: ArgumentHelp("A message still failing this long after its first failure is dead (default: 5d, or give_up_after in the config file). Promised to each message this run fails.", valueName: "duration"),
             transform: ArgumentValue.duration)
@@ -68,31 +69,30 @@ struct PolicyOptions: ParsableArguments {
     var backoffCap: MsgDuration?
     @Option(help: "Extra random delay, as a fraction of the delay (0.1 = up to 10%).") var jitter = 0.1
     @Option(help: "The deadline of each attempt (default: 3s).", transform: ArgumentValue.duration) var deadline = MsgDuration.seconds(3)
-    @Option(help: "Messages per batch: one claim commit, one outcome commit; handed to the transport in calls of about 250 ms.") var batch = 1024
-    @Option(help: "Destinations delivered to at once, each in FIFO order with one message in flight (default: 1).") var concurrency = 1
+    @Option(help: "Messages per batch: one claim commit, one outcome commit; handed to the transport in calls of about 250 ms.",
+            transform: ArgumentValue.count(from: 1))
+    var batch = 1024
+    @Option(help: "Destinations delivered to at once, each in FIFO order with one message in flight (default: 1).", transform: ArgumentValue.count(from: 1, to: 256))
+    var concurrency = 1
     @Option(help: ArgumentHelp("What makes a destination: to, header:NAME, or id (each message its own).", valueName: "key"),
             transform: ArgumentValue.destinationKey)
     var key = DestinationKey.recipient
     @Option(help: ArgumentHelp("At most this many messages per destination, shared by every process on the store: 10/s, 600/m, 5000/h.", valueName: "rate"),
             transform: ArgumentValue.rate)
     var rate: Rate?
-    @Option(help: "Messages a destination may get at once after an idle time, with --rate (default: 1).") var burst = 1
-    @Option(help: "Retryable failures in a row that open a destination's circuit breaker; 0 never opens it (default: 5).")
+    @Option(help: "Messages a destination may get at once after an idle time, with --rate (default: 1).", transform: ArgumentValue.count(from: 1))
+    var burst = 1
+    @Option(help: "Retryable failures in a row that open a destination's circuit breaker; 0 never opens it (default: 5).", transform: ArgumentValue.count(from: 0))
     var breaker = 5
     @Option(name: .customLong("breaker-cooldown"), help: "How long an open breaker waits before one message probes; doubles each time it opens again, up to 20 times (default: 30s, or the backoff cap when shorter).",
             transform: ArgumentValue.duration)
     var breakerCooldown: MsgDuration?
 
     func validate() throws {
-        if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be from 1 to 256") }
-        if burst < 1 { throw ValidationError("--burst must be at least 1") }
-        if breaker < 0 { throw ValidationError("--breaker must be 0 or more") }
         if let breakerCooldown, breakerCooldown.milliseconds < 1 { throw ValidationError("--breaker-cooldown must be positive") }
-        if let maxAttempts, maxAttempts < 0 { throw ValidationError("--max-attempts must be 0 (no count) or more") }
         for (flag, d) in [("--give-up-after", giveUpAfter), ("--backoff-base", backoffBase), ("--backoff-cap", backoffCap)] {
             if let d, d.milliseconds < 1 { throw ValidationError("\(flag) must be longer than 0") }
         }
-        if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
     }
 

@@ -52,6 +52,15 @@ public struct Destinations {
         return entries.values.sorted { $0.key < $1.key }
     }
 
+    /// Refuses `key` when it has a shell pattern's characters (`*`, `?`, `[`) and no
+    /// destination is named so: `--to` takes patterns, while suspend and resume act
+    /// on one destination, and one named `api.*` by mistake would hold nothing back.
+    /// - Throws: `usage`; store errors.
+    public func refusePattern(_ key: String, command: String) throws(MsgError) {
+        guard MessageFilter.isPattern(key), !(try list().contains { $0.key == key }) else { return }
+        throw MsgError(.usage, "destinations \(command): '\(key)' is a pattern, and no destination is named so; name one destination as msg destinations lists it (patterns are for --to)")
+    }
+
     /// Suspends destination `key` (`msg destinations suspend`) until `until`, or until
     /// resumed when nil, in one claim step: every process on the store sees it at its
     /// next claim. Messages already claimed go on; nothing more of it is claimed.

@@ -81,12 +81,12 @@ public final class Session {
         return found
     }
 
-    /// The transport, opened on first use. - Throws: `unavailable`, `config`.
     /// Another transport of the same URL, for one more delivery worker.
     public func anotherTransport() throws(MsgError) -> any Transport {
         try openRouted()
     }
 
+    /// The transport, opened on first use. - Throws: `unavailable`, `config`.
     public func transport() throws(MsgError) -> any Transport {
         if let openTransport { return openTransport }
         let t = try openRouted()
@@ -101,6 +101,10 @@ public final class Session {
     /// `[destination]` sections), one that picks a route per message. A route that
     /// cannot be opened is a configuration error naming its section.
     private func openRouted() throws(MsgError) -> any Transport {
+        // The default outbox lives in msg's own home, which msg makes.
+        if settings.transport == Settings.defaultTransport(home: settings.home) {
+            try SystemCalls.makeDirectories(settings.home, code: .unavailable)
+        }
         let fallback = try loader.openTransport(settings.transport)
         guard !settings.routes.isEmpty else { return fallback }
         var routes: [RoutingTransport.Route] = []

@@ -53,6 +53,9 @@ public struct Settings: Sendable, Equatable {
         }
     }
 
+    /// The outbox when no transport is named: a file drop in msg's home.
+    public static func defaultTransport(home: String) -> String { "file:\(home)/outbox" }
+
     /// Resolves the settings.
     /// - Throws: `config` (78) for a missing explicit config file, a bad line in it,
     ///   or no way to find a home directory.
@@ -74,7 +77,7 @@ public struct Settings: Sendable, Equatable {
         let explicitTransport = flags.transport ?? env("MSG_TRANSPORT")
         let named = flags.store ?? env("MSG_STORE") ?? fromFile("store")
         let store = named ?? "sqlite:\(home)/queue.sqlite"
-        let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? "file:\(home)/outbox"
+        let transport = flags.transport ?? env("MSG_TRANSPORT") ?? fromFile("transport") ?? Self.defaultTransport(home: home)
         let path = flags.pluginPath ?? env("MSG_PLUGIN_PATH") ?? fromFile("plugin_path") ?? ""
         var settings = Settings(home: home, store: store, transport: transport,
                                 pluginPath: path.split(separator: ":").map(String.init), listen: env("MSG_LISTEN") ?? fromFile("listen"),

@@ -44,10 +44,17 @@ import Testing
             ("msg flush --bogus", "msg: flush has no option --bogus; see msg flush --help"),
             ("msg flush --watch --to x@y", "msg: --watch sends every message that becomes due; a filter (--to, --header…) is for one run (see msg flush --help)"),
             // A negative value is a value, not a missing one.
-            ("msg queue ls --min-attempts -1", "msg: --min-attempts must be 0 or more (see msg queue ls --help)"),
+            ("msg queue ls --min-attempts -1", "msg: The value '-1' is invalid for '--min-attempts <min-attempts>': expected a whole number, 1 or more (see msg queue ls --help)"),
             ("msg queue ls --error bogus", "msg: --error: unknown code 'bogus'; expected one of rate_limited, rejected, remote, timeout, unreachable, expired, corrupt or none (see msg queue ls --help)"),
             ("msg flush --deadline 3x", "msg: The value '3x' is invalid for '--deadline <deadline>': invalid duration '3x': unknown unit 'x'; write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w (see msg flush --help)"),
-            ("msg queue ls --limit -1", "msg: --limit must be 0 or more (see msg queue ls --help)"),
+            // Every count option is read by one rule (ArgumentValue.count).
+            ("msg queue ls --limit -1", "msg: The value '-1' is invalid for '--limit <limit>': expected a whole number, 1 or more (see msg queue ls --help)"),
+            ("msg flush --limit -3", "msg: The value '-3' is invalid for '--limit <limit>': expected a whole number, 1 or more (see msg flush --help)"),
+            ("msg retry --limit 0", "msg: The value '0' is invalid for '--limit <limit>': expected a whole number, 1 or more (see msg retry --help)"),
+            ("msg flush --batch 0", "msg: The value '0' is invalid for '--batch <batch>': expected a whole number, 1 or more (see msg flush --help)"),
+            ("msg flush --concurrency 300", "msg: The value '300' is invalid for '--concurrency <concurrency>': expected a whole number, from 1 to 256 (see msg flush --help)"),
+            ("msg flush --max-attempts -1", "msg: The value '-1' is invalid for '--max-attempts <max-attempts>': expected a whole number, 0 or more (see msg flush --help)"),
+            ("msg metrics --top 0", "msg: The value '0' is invalid for '--top <top>': expected a whole number, from 1 to 10000 (see msg metrics --help)"),
             ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, metrics, export, ledger, listen, shell, plugins, help"),
             ("msg help queue lss", "msg: help: no such command 'queue lss'; did you mean 'queue ls'?"),
         ]

@@ -1,0 +1,45 @@
+import Testing
+
+/// Mistakes that once passed in silence (#50): each is now one line and a
+/// non-zero exit, and what was there is left as it was.
+@Suite(.timeLimit(.minutes(3))) struct SilentMistakeTests {
+    /// A file drop whose parent is missing is a typo, not a tree to create; the
+    /// drop itself is made, and `?parents=yes` asks for its parents too.
+    @Test func aFileDropNeedsItsParentOrAsksForIt() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            echo '{"to":"a","body":"x"}' | msg compose --enqueue > /dev/null
+            msg flush --transport file:$PWD/nonexistent/x > /dev/null 2> err; echo "missing $?"
+            ls -d nonexistent 2> /dev/null | wc -l
+            msg queue count --status queued
+            msg flush --transport file:$PWD/drop > /dev/null; echo "drop $? $(ls drop/new | wc -l)"
+            echo '{"to":"b","body":"y"}' | msg compose --enqueue > /dev/null
+            msg flush --transport "file:$PWD/deep/er/drop?parents=yes" > /dev/null; echo "parents $? $(ls deep/er/drop/new | wc -l)"
+            sed "s|$PWD|DIR|g" err
+            """)
+        #expect(r.lines == [
+            "missing 78", "0", "1", "drop 0 1", "parents 0 1",
+            "msg: 'file:DIR/nonexistent/x': DIR/nonexistent is no directory; create it, or add ?parents=yes to have msg create it",
+        ], "\(r.out)\(r.err)")
+    }
+
+    /// `--to` takes patterns; suspend and resume name one destination, so a pattern
+    /// that names none is refused rather than suspending a destination called `api.*`.
+    @Test func aDestinationCommandRefusesAPatternThatNamesNone() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            printf '{"to":"api.1","body":"x"}\\n{"to":"api.2","body":"y"}\\n' | msg compose --enqueue > /dev/null
+            msg destinations suspend 'api.*' --reason test 2> err; echo "suspend $?"
+            msg destinations resume 'api.[12]' 2>> err; echo "resume $?"
+            msg destinations --format ndjson | grep -c suspended
+            msg destinations suspend api.1 --reason test 2> /dev/null; echo "one $?"
+            msg destinations --format ndjson | grep -c suspended
+            cat err
+            """)
+        #expect(r.lines == [
+            "suspend 64", "resume 64", "0", "one 0", "1",
+            "msg: destinations suspend: 'api.*' is a pattern, and no destination is named so; name one destination as msg destinations lists it (patterns are for --to)",
+            "msg: destinations resume: 'api.[12]' is a pattern, and no destination is named so; name one destination as msg destinations lists it (patterns are for --to)",
+        ], "\(r.out)\(r.err)")
+    }
+}
