@@ -69,7 +69,8 @@ import Testing
     }
 
     /// Python's email package reads each mail of a Maildir: one JSON object a mail
-    /// with its Message-ID, Subject and To decoded, and its body's text.
+    /// with its Message-ID, Subject, From and To decoded, the From line as it
+    /// arrived, and its body's text.
     func readMaildir(_ s: Sandbox, _ dir: String) throws -> [[String: String]] {
         let r = try s.sh("""
             python3 - '\(dir)' <<'EOF'
@@ -77,8 +78,11 @@ import Testing
             for sub in ("new", "cur"):
                 d = os.path.join(sys.argv[1], sub)
                 for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-                    m = email.message_from_binary_file(open(os.path.join(d, name), "rb"), policy=email.policy.default)
+                    raw = open(os.path.join(d, name), "rb").read()
+                    m = email.message_from_bytes(raw, policy=email.policy.default)
+                    rawfrom = next((l for l in raw.decode("utf-8", "replace").split("\\n") if l.startswith("From: ")), "")
                     print(json.dumps({"id": m["Message-ID"] or "", "subject": str(m["Subject"] or ""), "to": str(m["To"] or ""),
+                                      "from": str(m["From"] or ""), "rawfrom": rawfrom,
                                       "body": m.get_content() if not m.is_multipart() else ""}))
             EOF
             """)
@@ -86,7 +90,7 @@ import Testing
         return try r.lines.map { line in
             let value = try JSONParser.parse(Array(line.utf8))
             var out: [String: String] = [:]
-            for key in ["id", "subject", "to", "body"] { out[key] = value[key]?.stringValue ?? "" }
+            for key in ["id", "subject", "to", "from", "rawfrom", "body"] { out[key] = value[key]?.stringValue ?? "" }
             return out
         }
     }
@@ -96,7 +100,7 @@ import Testing
         let postfix = try Postfix(s)
         let long = String(repeating: "lang ", count: 300)
         let r = try s.sh("""
-            msg compose --to ann@example.com --from me@example.com --header 'Subject=Grüße aus Köln' --body 'Schöne Grüße
+            msg compose --to ann@example.com --from 'Jürgen Müller <me@example.com>' --header 'Subject=Grüße aus Köln' --body 'Schöne Grüße
             .a line with a dot
             bye' --enqueue | cut -c8-43 > ids
             msg compose --to jörg@example.com --from me@example.com --header 'Subject=plain' --body '\(long)' --enqueue | cut -c8-43 >> ids
@@ -120,6 +124,9 @@ import Testing
         let byID = Dictionary(uniqueKeysWithValues: mails.map { ($0["id"] ?? "", $0) })
         let german = byID["<\(ids.first ?? "")@msg>"]
         #expect(german?["subject"] == "Grüße aus Köln", "\(mails)")
+        // The display name as an encoded word, the address as it is (RFC 2047 5(3)).
+        #expect(german?["rawfrom"] == "From: =?UTF-8?B?SsO8cmdlbiBNw7xsbGVy?= <me@example.com>", "\(mails)")
+        #expect(german?["from"] == "Jürgen Müller <me@example.com>", "\(mails)")
         #expect(german?["body"] == "Schöne Grüße\n.a line with a dot\nbye\n", "dot-stuffed on the wire, not in the mail: \(mails)")
         let utf8 = byID["<\(ids.last ?? "")@msg>"]
         #expect(utf8?["to"] == "jörg@example.com" && utf8?["body"] == long + "\n", "SMTPUTF8 and a line of 1,500 octets: \(mails)")

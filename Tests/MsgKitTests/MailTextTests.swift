@@ -74,4 +74,40 @@ import Testing
         #expect(mail.contains("Content-Transfer-Encoding: 7bit\r\n"))
         #expect(mail.hasPrefix("To: bob@example.com\r\nSubject: plain\r\nDate: Sun, 22 Nov 2026 13:08:00 +0000\r\n"))
     }
+
+    /// A display name that is not ASCII becomes encoded words (RFC 2047 5(3)), a
+    /// quoted one unquoted first; the address, and every name in ASCII, stay as
+    /// they are, in From, To and the address headers among the record's.
+    @Test(arguments: [
+        ("Jürgen <j@example.com>", "=?UTF-8?B?SsO8cmdlbg==?= <j@example.com>"),
+        ("\"Müller, Jürgen\" <j@example.com>", "=?UTF-8?B?TcO8bGxlciwgSsO8cmdlbg==?= <j@example.com>"),
+        ("Ann <a@example.com>, Jürgen <j@example.com>", "Ann <a@example.com>, =?UTF-8?B?SsO8cmdlbg==?= <j@example.com>"),
+        ("\"Ann, B\" <a@example.com>", "\"Ann, B\" <a@example.com>"),
+        ("jörg@example.com", "jörg@example.com"),
+        ("Jörg <jörg@example.com>", "=?UTF-8?B?SsO2cmc=?= <jörg@example.com>"),
+    ] as [(String, String)])
+    func displayNamesGoAsEncodedWords(field: String, written: String) throws {
+        var m = message(subject: "s")
+        m.to = field
+        m.from = field
+        m.headers = [("Reply-To", field), ("Subject", "s")]
+        let head = text(try MailText.render(m)).split(separator: "\n\n", maxSplits: 1)[0].split(separator: "\n").map(String.init)
+        #expect(Array(head.prefix(4)) == ["From: \(written)", "To: \(written)", "Reply-To: \(written)", "Subject: s"])
+    }
+
+    /// A long name is cut into words of whole characters, each at most 75
+    /// characters, that decode to it.
+    @Test func aLongDisplayNameIsWordsOfWholeCharacters() throws {
+        let name = String(repeating: "Grüße aus 東京 ", count: 6)
+        let words = MailText.encodedWords(name)
+        #expect(words.count > 2)
+        var decoded: [UInt8] = []
+        for word in words {
+            #expect(word.count <= 75 && word.hasPrefix("=?UTF-8?B?") && word.hasSuffix("?="), "\(word)")
+            let bytes = try #require(Base64.decode(String(word.dropFirst(10).dropLast(2))))
+            #expect(String(validating: bytes, as: UTF8.self) != nil, "a word holds whole characters")
+            decoded += bytes
+        }
+        #expect(text(decoded) == name)
+    }
 }

@@ -19,8 +19,12 @@ import MsgKit
 /// sender's choosing (`Reply-To:`, `Bcc:`).
 ///
 /// A value that is not printable ASCII is written as RFC 2047 encoded words
-/// (`=?UTF-8?B?…?=`, each at most 75 characters, on lines of their own); `to` and
-/// `from` go as UTF-8 (RFC 6532). Long lines are folded at spaces. A body that is
+/// (`=?UTF-8?B?…?=`, each at most 75 characters, on lines of their own). In the
+/// address fields (`From`, `To`, and `Reply-To`, `Cc`, `Bcc`, `Sender` among the
+/// headers) a display name that is not ASCII becomes encoded words (RFC 2047 5(3))
+/// and the address stays as it is: one that is not ASCII goes as UTF-8 (RFC 6532),
+/// which the smtp:// transport sends only with SMTPUTF8 (RFC 6531). Long lines are
+/// folded at spaces. A body that is
 /// not ASCII, holds a line over 998 octets or a control character is sent
 /// quoted-printable (RFC 2045 6.7), else 7bit. Line ends are `lineEnding`: LF for a
 /// local command such as sendmail, CRLF on the wire.
@@ -31,6 +35,9 @@ public enum MailText {
         var bytes: [UInt8] { self == .lf ? [10] : [13, 10] }
     }
 
+    /// Headers among a record's whose values are addresses, lower-cased.
+    static let addressHeaders: Set<String> = ["reply-to", "cc", "bcc", "sender"]
+
     /// Headers msg writes itself, lower-cased.
     static let ownHeaders: Set<String> = ["to", "from", "date", "message-id", "mime-version", "content-transfer-encoding"]
 
@@ -38,9 +45,9 @@ public enum MailText {
     public static func render(_ m: Message, from defaultFrom: String? = nil, lineEnding: LineEnding = .lf) throws(MsgError) -> [UInt8] {
         var w = Writer(end: lineEnding.bytes)
         if let from = m.from ?? defaultFrom {
-            try w.addressField("From", try address(from, "the sender (from)"))
+            try w.addressField("From", encodedNames(try address(from, "the sender (from)")))
         }
-        try w.addressField("To", try address(m.to, "the recipient (to)"))
+        try w.addressField("To", encodedNames(try address(m.to, "the recipient (to)")))
         var contentType = "text/plain; charset=utf-8"
         for field in m.headers {
             let name = field.key
@@ -64,7 +71,11 @@ public enum MailText {
                 contentType = field.value
                 continue
             }
-            try w.field(name, field.value)
+            if addressHeaders.contains(lower) {
+                try w.addressField(name, encodedNames(field.value))
+            } else {
+                try w.field(name, field.value)
+            }
         }
         let body = Array(m.body.utf8)
         let quoted = needsQuoting(body)
@@ -84,6 +95,80 @@ public enum MailText {
             throw MsgError(.rejected, "\(what) holds a line break or NUL, which would add lines of its own to the mail's header; not sent rather than sent altered")
         }
         return value
+    }
+
+    /// An address field's value with each display name that is not ASCII written as
+    /// RFC 2047 encoded words (`Jürgen <j@example.com>` becomes
+    /// `=?UTF-8?B?SsO8cmdlbg==?= <j@example.com>`); a quoted name is unquoted first.
+    /// Mailboxes are split at commas outside quotes, brackets and comments; the
+    /// addresses, and all that is ASCII, stay as they are.
+    static func encodedNames(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 >= 0x80 }) else { return value }
+        return mailboxes(value).map(encodedMailbox).joined(separator: ",")
+    }
+
+    /// `value` cut at the commas between mailboxes.
+    static func mailboxes(_ value: String) -> [Substring] {
+        var parts: [Substring] = []
+        var start = value.startIndex
+        var quoted = false, escaped = false, angle = 0, comment = 0
+        for i in value.indices {
+            let c = value[i]
+            if escaped { escaped = false; continue }
+            switch c {
+            case "\\" where quoted || comment > 0: escaped = true
+            case "\"" where comment == 0: quoted.toggle()
+            case "(" where !quoted: comment += 1
+            case ")" where !quoted && comment > 0: comment -= 1
+            case "<" where !quoted && comment == 0: angle += 1
+            case ">" where !quoted && comment == 0 && angle > 0: angle -= 1
+            case "," where !quoted && comment == 0 && angle == 0:
+                parts.append(value[start..<i])
+                start = value.index(after: i)
+            default: break
+            }
+        }
+        parts.append(value[start...])
+        return parts
+    }
+
+    /// One mailbox with its display name encoded when it is not ASCII: the phrase
+    /// before the last `<` of a mailbox that ends in `>`.
+    static func encodedMailbox(_ mailbox: Substring) -> String {
+        let lead = mailbox.prefix { $0 == " " || $0 == "\t" }
+        var rest = mailbox.dropFirst(lead.count)
+        while rest.last == " " || rest.last == "\t" { rest.removeLast() }
+        guard rest.last == ">", let open = rest.lastIndex(of: "<") else { return String(mailbox) }
+        var name = rest[..<open]
+        while name.last == " " || name.last == "\t" { name.removeLast() }
+        guard name.utf8.contains(where: { $0 >= 0x80 }) else { return String(mailbox) }
+        var text = String(name)
+        if name.count >= 2, name.first == "\"", name.last == "\"" {
+            var unquoted = "", escaped = false
+            for c in name.dropFirst().dropLast() {
+                if !escaped && c == "\\" { escaped = true; continue }
+                escaped = false
+                unquoted.append(c)
+            }
+            text = unquoted
+        }
+        return String(lead) + encodedWords(text).joined(separator: " ") + " " + String(rest[open...])
+    }
+
+    /// RFC 2047 B encoded words of whole characters, each at most 75 characters.
+    public static func encodedWords(_ text: String) -> [String] {
+        var words: [String] = []
+        var chunk: [UInt8] = []
+        for c in text.unicodeScalars {
+            let bytes = Array(String(c).utf8)
+            if chunk.count + bytes.count > 45 {
+                words.append("=?UTF-8?B?\(Base64.encode(chunk))?=")
+                chunk.removeAll(keepingCapacity: true)
+            }
+            chunk += bytes
+        }
+        if !chunk.isEmpty { words.append("=?UTF-8?B?\(Base64.encode(chunk))?=") }
+        return words
     }
 
     /// A name as a message may show it: control characters as `?`, at most 64 bytes.
@@ -233,17 +318,7 @@ public enum MailText {
         /// RFC 2047 B encoding, whole characters per word, one word a line.
         private mutating func encoded(_ name: String, _ value: String) {
             out += Array(name.utf8) + [UInt8(ascii: ":")]
-            var chunk: [UInt8] = []
-            func flush() {
-                out += [32] + Array("=?UTF-8?B?\(Base64.encode(chunk))?=".utf8) + end
-                chunk.removeAll(keepingCapacity: true)
-            }
-            for c in value.unicodeScalars {
-                let bytes = Array(String(c).utf8)
-                if chunk.count + bytes.count > 45 { flush() }
-                chunk += bytes
-            }
-            if !chunk.isEmpty { flush() }
+            for word in MailText.encodedWords(value) { out += [32] + Array(word.utf8) + end }
         }
     }
 }

@@ -92,7 +92,9 @@ struct Mail {
     var from: String
     var to: String
     var data: [UInt8]
-    /// Whether the envelope needs SMTPUTF8 (RFC 6531).
+    /// Whether the mail needs SMTPUTF8 (RFC 6531): an address in the envelope or
+    /// the header that is not ASCII (display names go as encoded words, the body as
+    /// quoted-printable, so nothing else is).
     var utf8: Bool
 
     /// - Throws: `rejected` for a record that would not go as it is (MailText's
@@ -109,7 +111,7 @@ struct Mail {
         } else {
             throw MsgError(.rejected, "the message has no from, and \(settings.display) names no from=ADDRESS for the envelope of such messages")
         }
-        utf8 = !to.utf8.allSatisfy { $0 < 0x80 } || !from.utf8.allSatisfy { $0 < 0x80 }
+        utf8 = !to.utf8.allSatisfy { $0 < 0x80 } || !from.utf8.allSatisfy { $0 < 0x80 } || data.contains { $0 >= 0x80 }
     }
 }
 
