@@ -33,4 +33,24 @@ import Testing
             #expect(bad == nil, "\(page): byte \(bad?.element ?? 0) at offset \(bad?.offset ?? 0)")
         }
     }
+
+    /// The README's list of man pages is the man/ directory's, page for page, so
+    /// it cannot go stale; and the README stays a landing page (#50).
+    @Test func theREADMEListsEveryPageAndStaysShort() throws {
+        let readme = try String(contentsOfFile: Self.manDirectory + "/../README.md", encoding: .utf8)
+        let pages = try FileManager.default.contentsOfDirectory(atPath: Self.manDirectory)
+            .filter { $0.range(of: #"\.[1-8]$"#, options: .regularExpression) != nil }
+            .map { name -> String in
+                let dot = name.lastIndex(of: ".")!
+                return "\(name[..<dot])(\(name[name.index(after: dot)...]))"
+            }
+        let section = try #require(readme.range(of: "\n## Learn more\n")).upperBound
+        let rest = readme[section...]
+        let list = rest[..<(rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex)]
+        let named = list.matches(of: /msg(-[a-z]+)?\([1-8]\)/).map { String($0.output.0) }
+        #expect(Set(named) == Set(pages), "listed but no page: \(Set(named).subtracting(pages).sorted()); a page not listed: \(Set(pages).subtracting(named).sorted())")
+        #expect(named.count == Set(named).count, "a page listed twice: \(named)")
+        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).count
+        #expect(lines <= 450, "the README has \(lines) lines; measurements go to docs/PERFORMANCE.md, contributors' notes to CONTRIBUTING.md")
+    }
 }
