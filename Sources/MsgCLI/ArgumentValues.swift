@@ -98,7 +98,7 @@ enum Completion {
         if let i = words.firstIndex(of: "--store"), i + 1 < words.count { overrides.store = words[i + 1] }
         guard let settings = try? Settings.resolve(overrides) else { return [] }
         let quiet = Console(input: -1, output: -1, error: -1, reporter: Reporter { _ in })
-        return Session(settings: settings, console: quiet).storedIDs(startingWith: prefix)
+        return Session(settings: settings, console: quiet).storedIDs(matching: prefix)
     }
 }
 

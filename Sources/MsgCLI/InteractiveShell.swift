@@ -38,7 +38,7 @@ final class InteractiveShell {
         history = ShellHistory(path: settings.home + "/history")
         let session = Session(settings: settings, console: Console(input: -1, output: -1, error: -1, reporter: Reporter { _ in }))
         session.reportsSetAside = false
-        let box = CompleterBox(ShellCompleter(ids: { prefix in session.storedIDs(startingWith: prefix) }))
+        let box = CompleterBox(ShellCompleter(ids: { prefix in session.storedIDs(matching: prefix) }))
         Self.completer.withLock { $0 = box }
     }
 

@@ -67,7 +67,7 @@ public final class RecordFormatter {
 
     private func tableRow(_ m: Message) -> String {
         let created = String(m.createdAt.description.dropFirst(5).prefix(11)).replacingOccurrences(of: "T", with: " ")
-        let error = m.lastError.map { "\($0.code): \($0.message)" } ?? ""
+        let error = m.standingError.map { "\($0.code): \($0.message)" } ?? ""
         return table.row([ShortID.of(m.id, length: idLength), m.status.rawValue, String(m.attempts)] + (showsCreated ? [created] : [])
                          + [Self.next(m, now: now), m.to, error, m.body])
     }

@@ -18,7 +18,7 @@ public enum RecordSheet {
         if let waiting { lines.append(("waiting", waiting)) }
         if let policy, let givesUp = policy.givingUp(m) { lines.append(("gives up", givesUp)) }
         if let lease = m.lease { lines.append(("lease", "\(lease.host) pid \(lease.pid) until \(lease.until)")) }
-        if let e = m.lastError { lines.append(("last error", "\(e.code): \(e.message)")) }
+        if let e = m.standingError { lines.append(("last error", "\(e.code): \(e.message)")) }
         for h in m.headers { lines.append(("header", "\(h.key)=\(h.value)")) }
         for member in m.extra where policy == nil || ![RetryPolicy.Promise.maxAttemptsKey, RetryPolicy.Promise.giveUpAtKey].contains(member.key) {
             var w = JSONWriter()

@@ -66,19 +66,22 @@ public final class Session {
         return s
     }
 
-    /// Up to `limit` stored ids that start with `prefix`, in FIFO order, for
-    /// completion; none when the store cannot be read.
-    public func storedIDs(startingWith prefix: String, limit: Int = 200) -> [String] {
-        var found: [String] = []
+    /// Stored ids for completion: those starting with `part`; else the one id that
+    /// ends with it (the short id a table shows), so TAB on it gives the whole id.
+    /// Several ending with it give none: their common start would replace what was typed.
+    public func storedIDs(matching part: String, limit: Int = 200) -> [String] {
+        var found: [String] = [], ending: [String] = []
+        let suffixes = ShortID.isCandidate(part)
         do {
             try store(.read).list(Query()) { (r) throws(MsgError) -> Bool in
-                if r.message.id.hasPrefix(prefix) { found.append(r.message.id) }
+                let id = r.message.id
+                if id.hasPrefix(part) { found.append(id) } else if suffixes && ending.count < 2 && id.hasSuffix(part) { ending.append(id) }
                 return found.count < limit
             }
         } catch {
             return []
         }
-        return found
+        return found.isEmpty && ending.count == 1 ? ending : found
     }
 
     /// Another transport of the same URL, for one more delivery worker.

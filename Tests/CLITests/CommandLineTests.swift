@@ -76,6 +76,10 @@ import Testing
         #expect(script.contains("'queued'$'\\n''held'$'\\n''sending'") && script.contains("''dead'$'\\n''all'"), "statuses are offered")
         let ids = try s.sh("SAP_SHELL=bash msg ---completion queue hold -- positional@0 3 2 msg queue hold \(id.prefix(8))")
         #expect(ids.out == id + "\n", "\(ids.out)\(ids.err)")
+        // The short id a table shows (the id's end) is offered the whole id too
+        // (msg shell completes it; bash's script keeps only what starts with the word).
+        let short = try s.sh("SAP_SHELL=bash msg ---completion queue hold -- positional@0 3 8 msg queue hold \(id.suffix(8))")
+        #expect(short.out == id + "\n", "\(short.out)\(short.err)")
         let version = try s.sh("msg -V; msg version; msg --version")
         #expect(version.lines.count == 3 && Set(version.lines).count == 1, "\(version.out)")
     }

@@ -189,4 +189,21 @@ import Testing
         guard case .array(let items) = json else { Issue.record("not an array"); return }
         #expect(items.count == 2 && items.allSatisfy { $0["history"] != nil })
     }
+
+    /// A message sent after a failure shows no error in the views (a table, `queue
+    /// show`): its history keeps the failure, and its record its last_error.
+    @Test func aSentMessageShowsNoOldErrorInTheViews() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            id=$(msg compose --to a --body b --enqueue | cut -c8-43)
+            msg flush --transport 'stdout:?fail=1&error=remote' > /dev/null 2>&1
+            msg queue ls --format table | grep -c 'remote:'
+            msg retry --now --transport stdout: > /dev/null 2>&1
+            msg queue ls --status sent --format table | grep -c 'remote:'
+            msg queue show ${id: -8} | grep -c '^last error'
+            msg queue show ${id: -8} | grep -c 'failed'
+            msg queue ls --status sent | grep -c '"last_error"'
+            """)
+        #expect(r.lines == ["1", "0", "0", "1", "1"], "\(r.out)\(r.err)")
+    }
 }

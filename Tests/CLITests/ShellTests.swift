@@ -28,6 +28,9 @@ import Testing
         #expect(t.waitFor("> queue show \(ids[1])") != nil, "an id from its prefix: \(t.screen)")
         t.send("Enter")
         #expect(t.waitFor("to          ann") != nil, "the command ran, its record a field a line at the terminal: \(t.screen)")
+        // The short id a table shows, the id's end, completes to the whole id.
+        t.send("queue show \(ids[0].suffix(8))", "Tab")
+        #expect(t.waitFor("> queue show \(ids[0])") != nil, "an id from its end: \(t.screen)")
     }
 
     @Test func historyIsKeptBetweenRunsOwnerOnlyWithoutRepeats() throws {
