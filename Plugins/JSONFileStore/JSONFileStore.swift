@@ -57,6 +57,12 @@ public final class JSONFileStore: Store {
         }
         self.maxRecords = maxRecords
         self.access = access
+        // The store is rewritten whole now and then (a new file renamed over it),
+        // which would turn a link into a file and leave its target behind: refused.
+        var st = stat()
+        if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK {
+            throw MsgError(.config, "json store \(path) is a symbolic link; name the file it points to (msg rewrites the store in place, which would replace the link)")
+        }
         if access == .write {
             try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
             // The store exists from now on, empty until the first write.

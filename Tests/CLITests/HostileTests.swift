@@ -219,11 +219,15 @@ import Testing
             next=$(sh -c 'echo $$'); for p in $(seq $next $((next + 200))); do ln -s "$PWD/victim" "audit.ndjson.tmp-$p"; done
             ln -s "$PWD/victim" audit.ndjson
             msg export --out audit.ndjson 2> /dev/null; echo "export $?"
+            test -L audit.ndjson && rm audit.ndjson
+            msg export --out audit.ndjson 2> /dev/null; echo "export $?"
             cat victim; test -e created && echo "created"
             test -L audit.ndjson || grep -c '"status":"dead"' audit.ndjson
             ls outbox/new | wc -l
             """)
-        #expect(r.lines == ["flush 0", "export 0", "keep me", "1", "1"], "\(r.out)\(r.err)")
+        // A link at --out itself is refused (OutputPath); the links planted at the
+        // temporary names are never written through.
+        #expect(r.lines == ["flush 0", "export 64", "export 0", "keep me", "1", "1"], "\(r.out)\(r.err)")
     }
 
     /// A JSON store whose last line is a write cut short: the flush that meets it

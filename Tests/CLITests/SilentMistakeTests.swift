@@ -42,4 +42,20 @@ import Testing
             "msg: destinations resume: 'api.[12]' is a pattern, and no destination is named so; name one destination as msg destinations lists it (patterns are for --to)",
         ], "\(r.out)\(r.err)")
     }
+
+    /// A JSON store that is a symbolic link is refused before anything is stored:
+    /// its compaction would turn the link into a file and leave the target behind.
+    @Test func aJSONStoreThatIsALinkIsRefused() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            echo '{"to":"a","body":"x"}' | msg compose --enqueue --store json:real.json > /dev/null
+            ln -s real.json link.json
+            echo '{"to":"b","body":"y"}' | msg compose --enqueue --store json:link.json > /dev/null 2> err; echo "link $?"
+            msg queue count --store json:real.json; test -L link.json && echo "still a link"
+            cat err
+            """)
+        #expect(r.lines == ["link 78", "1", "still a link",
+                            "msg: json store link.json is a symbolic link; name the file it points to (msg rewrites the store in place, which would replace the link)"],
+                "\(r.out)\(r.err)")
+    }
 }

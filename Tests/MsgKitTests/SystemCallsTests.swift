@@ -24,14 +24,18 @@ import Testing
         let victim = "\(dir)/victim"
         try SystemCalls.replaceAtomically(victim, with: Array("keep me\n".utf8), code: .storeIO)
         let path = "\(dir)/audit.ndjson"
-        // The temporary name msg once used, and the file itself, both links to the victim.
+        // The temporary name msg once used, a link to the victim: never written through.
         #expect(symlink(victim, "\(path).tmp-\(getpid())") == 0)
-        #expect(symlink(victim, path) == 0)
         try SystemCalls.replaceAtomically(path, with: Array("new\n".utf8), code: .storeIO)
         #expect(try contents(victim) == Array("keep me\n".utf8), "the link's target is untouched")
         #expect(try contents(path) == Array("new\n".utf8))
+        // A link at the file itself is neither followed nor renamed over: refused.
+        let linked = "\(dir)/linked.ndjson"
+        #expect(symlink(victim, linked) == 0)
+        #expect(throws: MsgError(.storeIO, "")) { try SystemCalls.replaceAtomically(linked, with: Array("new\n".utf8), code: .storeIO) }
+        #expect(try contents(victim) == Array("keep me\n".utf8), "the link's target is untouched")
         var st = stat()
-        #expect(lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "the link was replaced, not followed")
+        #expect(lstat(linked, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK, "the link is left as it was")
     }
 
     @Test func aSecretFileMustBeTheOwnersAlone() throws {

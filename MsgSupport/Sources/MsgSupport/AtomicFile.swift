@@ -23,7 +23,7 @@ public final class AtomicFile {
         // msg's to rename over (``OutputPath``).
         var st = stat()
         if lstat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG {
-            throw OutputPath.refusal("", path, "is a \(OutputPath.kind(st.st_mode)), not a file msg may replace")
+            throw MsgError(code, "\(path) is a \(OutputPath.kind(st.st_mode)), not a file msg may replace; nothing was written there")
         }
         temporary = SystemCalls.unpredictableName(beside: path)
         fd = try SystemCalls.createExclusive(temporary, mode: mode, code: code)
