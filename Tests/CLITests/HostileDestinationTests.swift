@@ -57,7 +57,7 @@ import Testing
             for code in [429, 503] {
                 let r = try s.sh("""
                     msg compose --to a@example.com --body x --enqueue > /dev/null
-                    msg flush --transport '\(server.base)/status/\(code)?retry_after=\(value)' > /dev/null; echo $?
+                    msg flush --transport '\(server.base)/status/\(code)?query.retry_after=\(value)' > /dev/null; echo $?
                     msg queue count --status sending; msg queue ls --format csv | tail -n +2 | cut -d, -f1 | msg queue rm > /dev/null
                     """, env: env)
                 #expect(r.lines.prefix(2) == ["75", "0"], "\(code) Retry-After \(date): \(r.out) \(r.err)")
@@ -117,7 +117,7 @@ import Testing
         #expect(try server.requests().filter { $0["method"] as? String == "GET" }.isEmpty, "no GET was sent")
         let followed = try s.sh("""
             msg compose --to a@example.com --body x --enqueue > /dev/null
-            msg flush --transport '\(server.base)/redirect?code=307&follow_redirects=yes' > /dev/null; echo $?
+            msg flush --transport '\(server.base)/redirect?query.code=307&follow_redirects=yes' > /dev/null; echo $?
             msg queue ls --format csv | tail -n +2 | cut -d, -f2
             """, env: env)
         #expect(followed.lines == ["0", "sent"], "\(followed.out) \(followed.err)")
@@ -137,7 +137,7 @@ import Testing
             printf 'whsec_%s' "$(printf 0123456789abcdef0123456789abcdef | base64)" > secret; chmod 600 secret
             msg compose --to a@example.com --body x --enqueue > /dev/null
             location=$(printf '%s/hook' '\(other.base)' | sed 's/:/%3A/g; s#/#%2F#g')
-            msg flush --transport "\(first.base)/redirect?code=308&location=$location&follow_redirects=yes&headers_file=$PWD/headers&signing_secret_file=$PWD/secret" > /dev/null; echo $?
+            msg flush --transport "\(first.base)/redirect?query.code=308&query.location=$location&follow_redirects=yes&headers_file=$PWD/headers&signing_secret_file=$PWD/secret" > /dev/null; echo $?
             """, env: env)
         #expect(r.lines == ["0"], "\(r.out) \(r.err)")
         let there = try other.requests()
@@ -150,9 +150,10 @@ import Testing
         #expect(here["x-api-key"] == "k3y" && here["authorization"] == "Bearer s3cret", "a CRLF headers file gives two headers: \(here)")
     }
 
-    /// A misspelt parameter (the issue's `signing_secret_flie=`) or one that names a
-    /// secret is refused before anything is sent: 78, naming it, and the server sees
-    /// no request; a parameter of the server's own still goes in its query.
+    /// A misspelt parameter (the issue's `signing_secret_flie=`), one that names a
+    /// secret, or any other that is not msg's, is refused before anything is sent:
+    /// 78, naming it, and the server sees no request; a parameter of the server's
+    /// own query, written `query.NAME=VALUE`, goes to it as `NAME=VALUE`.
     @Test func aMisspeltParameterSendsNothing() throws {
         let s = try Sandbox()
         let server = try Receiver(s)
@@ -161,7 +162,8 @@ import Testing
         chmod(s.home + "/secret", 0o600)
         for (parameter, said) in [("signing_secret_flie=secret", "unknown parameter 'signing_secret_flie' (did you mean signing_secret_file=?)"),
                                   ("input=body&concurency=4", "unknown parameter 'concurency' (did you mean concurrency=?)"),
-                                  ("api_password=hunter2", "unknown parameter 'api_password'")] {
+                                  ("api_password=hunter2", "unknown parameter 'api_password'"),
+                                  ("code=K", "unknown parameter 'code'; msg's are input, content_type, concurrency, follow_redirects, signing_secret_file, signing_secret_env, headers_file, ca_file, cert_file, key_file, lookup, and one of the server's own query is written query.code=VALUE")] {
             let r = try s.sh("""
                 [ -e queued ] || { msg compose --to a@example.com --body x --enqueue > /dev/null; touch queued; }
                 msg flush --transport '\(server.base)/hook?\(parameter)' > /dev/null; echo $?
@@ -171,7 +173,7 @@ import Testing
             #expect(r.err.contains(said), "\(parameter): \(r.err)")
         }
         #expect(try server.requests().isEmpty, "the server saw no request")
-        let own = try s.sh("msg flush --transport '\(server.base)/hook?code=K&concurrency=2' > /dev/null; echo $?", env: env)
+        let own = try s.sh("msg flush --transport '\(server.base)/hook?query.code=K&concurrency=2' > /dev/null; echo $?", env: env)
         #expect(own.lines == ["0"], "\(own.err)")
         #expect(try server.requests().compactMap { $0["path"] as? String }.allSatisfy { $0 == "/hook?code=K" })
     }
@@ -243,7 +245,7 @@ import Testing
             return (Int(r.lines.dropFirst().first ?? "") ?? .max, (r.lines.first ?? "") + " " + r.err)
         }
         let (small, _) = try peak("big/10")
-        for path in ["big/100000000", "big/100000000?chunked=1", "big/100000000?status=500", "big/100000000?status=500&chunked=1"] {
+        for path in ["big/100000000", "big/100000000?query.chunked=1", "big/100000000?query.status=500", "big/100000000?query.status=500&query.chunked=1"] {
             let (kib, said) = try peak(path)
             #expect(kib - small < 30_000, "\(path): peak RSS \(kib) KiB against \(small) KiB for a small answer; \(said)")
             #expect(said.hasPrefix(path.contains("500") ? "75" : "0"), "\(path): \(said)")

@@ -5,9 +5,10 @@ import MsgKit
 import MsgSupport
 
 /// What an `http://` or `https://` URL says: the endpoint, and msg's parameters,
-/// which are taken out of its query; any other parameter stays in the query the
-/// server gets (`https://fn.example.net/api/hook?code=K&concurrency=8` posts to
-/// `…/hook?code=K`).
+/// which are its query. The server's own query is written with `query.` before
+/// each name (`https://fn.example.net/api/hook?query.code=K&concurrency=8` posts
+/// to `…/hook?code=K`); any other name is refused, so a misspelt parameter never
+/// goes to the server in silence (nor the secret file it names).
 struct HTTPSettings: Sendable {
     /// The URL requests go to.
     var endpoint: String
@@ -43,8 +44,8 @@ struct HTTPSettings: Sendable {
             for pair in text[text.index(after: q)...].split(separator: "&") {
                 let name = String(pair.prefix { $0 != "=" })
                 if Self.names.contains(name) { continue }
-                if let refusal = Self.refusal(ofServerParameter: name) { throw refusal }
-                kept.append(pair)
+                guard name.hasPrefix(Self.serverPrefix), name.count > Self.serverPrefix.count else { throw Self.refusal(of: name) }
+                kept.append(pair.dropFirst(Self.serverPrefix.count))
             }
         }
         endpoint = String(base) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
@@ -98,22 +99,18 @@ struct HTTPSettings: Sendable {
         }
     }
 
-    /// Why a parameter that is not msg's may not go to the server in its query: it
-    /// is nearly one of msg's (a misspelling such as `signing_secret_flie` would
-    /// send the webhook unsigned and the secret file's path to the server), or it
-    /// names a file, an environment variable, a password or a secret, which msg
-    /// never puts in a URL it sends. nil: it goes, as the server's own
-    /// (`?code=K`).
-    static func refusal(ofServerParameter name: String) -> MsgError? {
-        let lower = name.lowercased()
-        if let near = names.first(where: { editDistance($0, lower) <= 2 }) {
+    /// How a parameter of the server's own query is written: `query.NAME=VALUE`.
+    static let serverPrefix = "query."
+
+    /// The error for a parameter that is neither msg's nor the server's: the one
+    /// of msg's it is nearly (a misspelling such as `signing_secret_flie` would
+    /// send the webhook unsigned, and the secret file's path to the server), else
+    /// msg's names and how the server's own are written.
+    static func refusal(of name: String) -> MsgError {
+        if let near = names.first(where: { editDistance($0, name.lowercased()) <= 2 }) {
             return MsgError(.config, "http: unknown parameter '\(name)' (did you mean \(near)=?); nothing was sent")
         }
-        let secretish = ["secret", "password", "passwd", "_file", "_env"]
-        if let word = secretish.first(where: { lower.contains($0) }) {
-            return MsgError(.config, "http: unknown parameter '\(name)': a parameter naming a \(String(word.filter { $0 != "_" })) is not sent to the server, and msg has none of that name (known: \(names.joined(separator: ", "))); nothing was sent")
-        }
-        return nil
+        return MsgError(.config, "http: unknown parameter '\(name)'; msg's are \(names.joined(separator: ", ")), and one of the server's own query is written \(serverPrefix)\(name)=VALUE; nothing was sent")
     }
 
     /// Levenshtein distance, for short parameter names.

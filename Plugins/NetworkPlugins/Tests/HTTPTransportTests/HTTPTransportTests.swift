@@ -21,7 +21,7 @@ import Testing
         try TransportConformance.run(faults: TransportFaults(failing: { code in
             switch code {
             case .remote: try open("\(base)/status/500")
-            case .rateLimited: try open("\(base)/status/429?retry_after=3")
+            case .rateLimited: try open("\(base)/status/429?query.retry_after=3")
             case .rejected: try open("\(base)/status/422")
             case .unreachable: try open("http://127.0.0.1:1/hook")
             case .timeout: try open("\(base)/slow/3000")
@@ -43,8 +43,8 @@ import Testing
         let inAMinute = try shell("TZ=GMT date -d '+60 seconds' '+%a, %d %b %Y %H:%M:%S GMT'", in: dir).trimmingNewlines
         let expected: [(String, MsgError.Code?, Int64?)] = [
             ("hook", nil, nil), ("status/200", nil, nil), ("status/201", nil, nil), ("status/202", nil, nil),
-            ("status/429?retry_after=7", .rateLimited, 7000), ("status/429", .rateLimited, nil),
-            ("status/503?retry_after=120", .rateLimited, 120_000), ("status/503", .remote, nil),
+            ("status/429?query.retry_after=7", .rateLimited, 7000), ("status/429", .rateLimited, nil),
+            ("status/503?query.retry_after=120", .rateLimited, 120_000), ("status/503", .remote, nil),
             ("status/408", .remote, nil), ("status/425", .remote, nil), ("status/500", .remote, nil), ("status/502", .remote, nil),
             ("status/400", .rejected, nil), ("status/404", .rejected, nil), ("status/410", .rejected, nil), ("status/422", .rejected, nil),
             ("status/401", .config, nil), ("status/301", .config, nil), ("status/307", .config, nil),
@@ -61,7 +61,7 @@ import Testing
             }
         }
         // Retry-After as an HTTP date, a minute ahead (to the second).
-        let dated = failure(try open("\(base)/status/429?retry_after=\(inAMinute.replacingAll(" ", with: "%20"))").deliver([m], deadline: .seconds(5))[0])
+        let dated = failure(try open("\(base)/status/429?query.retry_after=\(inAMinute.replacingAll(" ", with: "%20"))").deliver([m], deadline: .seconds(5))[0])
         #expect(dated?.0 == .rateLimited)
         #expect((57_000...61_000).contains(dated?.2 ?? 0), "Retry-After \(inAMinute): \(String(describing: dated))")
         // Followed when asked.
@@ -81,7 +81,7 @@ import Testing
         var m = Fixtures.message(1)
         m.headers = [("Content-Type", "text/markdown")]
         let record = EncodedMessage(m)
-        _ = try open("http://127.0.0.1:\(server.port)/a?code=K&concurrency=2").deliver([record], deadline: .seconds(5))
+        _ = try open("http://127.0.0.1:\(server.port)/a?query.code=K&concurrency=2").deliver([record], deadline: .seconds(5))
         _ = try open("http://127.0.0.1:\(server.port)/b?input=body").deliver([record], deadline: .seconds(5))
         // An id that could end a header line is never sent.
         var hostile = Fixtures.message(2)
@@ -90,7 +90,7 @@ import Testing
         #expect(failure(refused[0])?.0 == .rejected)
         let seen = try server.requests()
         #expect(seen.count == 2)
-        #expect(seen[0]["path"] as? String == "/a?code=K", "msg's parameters are taken out, others kept")
+        #expect(seen[0]["path"] as? String == "/a?code=K", "msg's parameters are taken out, the server's (query.NAME) kept as NAME")
         #expect(seen[0]["key"] as? String == m.id)
         #expect(seen[0]["content_type"] as? String == "application/json")
         #expect(seen[0]["body"] as? String == String(decoding: record.deliveredJSON, as: UTF8.self))
