@@ -9,13 +9,15 @@ import Testing
 /// never taken as an answer; a handshake that never finishes holds no connection.
 @Suite(.timeLimit(.minutes(3))) struct NetworkEdgeTests {
     /// TLSTests' certificates, and, signed by the same trusted CA: `evil` (subject
-    /// `CN=evil.example;common_name=localhost`, SAN `IP:127.0.0.1` only) and
-    /// `sanless` (`CN=localhost`, no SAN).
+    /// `CN=evil.example;common_name=localhost`, SAN `IP:127.0.0.1` only),
+    /// `sanless` (`CN=localhost`, no SAN), `slash` (subject
+    /// `CN=evil.example/CN=localhost`, SAN `IP:127.0.0.1`), `wild` (SAN
+    /// `DNS:*.example.test`) and `broad` (SAN `DNS:*.test`).
     func sandbox() throws -> (Sandbox, [String: String]) {
         let (s, env) = try TLSTests().sandbox()
         let r = try s.sh("""
             set -e
-            for name in evil sanless; do
+            for name in evil sanless slash wild broad; do
               openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out $name-key.pem 2>/dev/null; chmod 600 $name-key.pem
             done
             openssl req -new -key evil-key.pem -subj '/CN=evil.example;common_name=localhost' -out evil.csr
@@ -23,9 +25,17 @@ import Testing
             openssl x509 -req -in evil.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -extfile evil.ext -out evil.pem 2>/dev/null
             openssl req -new -key sanless-key.pem -subj '/CN=localhost' -out sanless.csr
             openssl x509 -req -in sanless.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -out sanless.pem 2>/dev/null
+            openssl req -new -key slash-key.pem -subj '/CN=evil.example\\/CN=localhost' -out slash.csr
+            openssl x509 -req -in slash.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -extfile evil.ext -out slash.pem 2>/dev/null
+            for name in wild broad; do
+              openssl req -new -key $name-key.pem -subj "/CN=$name" -out $name.csr
+              printf 'subjectAltName=DNS:%s\n' "$([ $name = wild ] && echo '*.example.test' || echo '*.test')" > $name.ext
+              openssl x509 -req -in $name.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -extfile $name.ext -out $name.pem 2>/dev/null
+            done
             openssl x509 -in evil.pem -noout -subject
+            openssl x509 -in slash.pem -noout -subject
             """)
-        #expect(r.status == 0 && r.out.contains("common_name=localhost"), "openssl: \(r.out) \(r.err)")
+        #expect(r.status == 0 && r.out.contains("common_name=localhost") && r.out.contains("evil.example/CN=localhost"), "openssl: \(r.out) \(r.err)")
         return (s, env)
     }
 
@@ -35,7 +45,7 @@ import Testing
     /// address is what the user named.
     @Test func aCertificateIsForANameOnlyByItsDNSNames() throws {
         let (s, env) = try sandbox()
-        for cert in ["evil", "sanless"] {
+        for cert in ["evil", "sanless", "slash"] {
             let listener = try ListenerProcess(s, address: "tls://127.0.0.1:0?cert=\(cert).pem&key=\(cert)-key.pem&client_ca=ca.pem",
                                                ["--into", "file:\(s.home)/inbox-\(cert)"], environment: env)
             let port = listener.port
@@ -50,13 +60,32 @@ import Testing
                 #expect(r.lines == ["78", "0"], "\(cert) \(url): \(r.out) \(r.err)")
                 #expect(r.err.contains("its certificate is not for localhost"), "\(cert): \(r.err)")
             }
-            if cert == "evil" {
+            if cert != "sanless" {
                 let named = try s.sh("""
                     msg compose --to a --body x --enqueue > /dev/null
                     msg flush --transport 'tls://127.0.0.1:\(port)?ca=ca.pem&cert=client.pem&key=client-key.pem' > /dev/null; echo $?
                     """, env: env)
                 #expect(named.lines == ["0"], "the address the user named: \(named.err)")
             }
+            _ = listener.stop()
+        }
+    }
+
+    /// A wildcard stands for one whole left-most label under at least two more
+    /// (RFC 6125 6.4.3): `*.example.test` is for mail.example.test, not for
+    /// example.test nor a.b.example.test; `*.test` is for no host.
+    @Test func aWildcardIsForOneLabel() throws {
+        let (s, env) = try sandbox()
+        for (cert, name, expected) in [("wild", "mail.example.test", "0"), ("wild", "example.test", "78"),
+                                       ("wild", "a.b.example.test", "78"), ("broad", "mail.test", "78")] {
+            let listener = try ListenerProcess(s, address: "tls://127.0.0.1:0?cert=\(cert).pem&key=\(cert)-key.pem&client_ca=ca.pem",
+                                               ["--into", "file:\(s.home)/inbox-\(cert)"], environment: env)
+            let r = try s.sh("""
+                msg compose --to a --body x --enqueue > /dev/null
+                msg flush --transport 'tls://127.0.0.1:\(listener.port)?ca=ca.pem&cert=client.pem&key=client-key.pem&server_name=\(name)' > /dev/null; echo $?
+                msg queue ls --format csv | tail -n +2 | cut -d, -f1 | msg queue rm > /dev/null
+                """, env: env)
+            #expect(r.lines == [expected], "\(cert) for \(name): \(r.out) \(r.err)")
             _ = listener.stop()
         }
     }
