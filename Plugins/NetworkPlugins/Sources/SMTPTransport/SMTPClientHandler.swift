@@ -21,7 +21,7 @@ final class SMTPClientHandler: ChannelInboundHandler {
     private var early = CircularBuffer<SMTPReply>()
     private var greeted = false
     /// Set while STARTTLS waits for its answer: makes the TLS handler for a 220.
-    private var startTLS: (() throws -> any ChannelHandler)?
+    private var startTLS: (() throws -> [any ChannelHandler])?
     private(set) var failure: MsgError?
     private var context: ChannelHandlerContext?
 
@@ -54,7 +54,7 @@ final class SMTPClientHandler: ChannelInboundHandler {
 
     /// The next reply answers STARTTLS: on a 220, `makeHandler`'s handler goes in
     /// front of the pipeline before anything else is read. Runs on the event loop.
-    func expectStartTLS(_ makeHandler: @escaping () throws -> any ChannelHandler) {
+    func expectStartTLS(_ makeHandler: @escaping () throws -> [any ChannelHandler]) {
         startTLS = makeHandler
     }
 
@@ -78,7 +78,7 @@ final class SMTPClientHandler: ChannelInboundHandler {
                     return
                 }
                 do {
-                    try context.pipeline.syncOperations.addHandler(try makeHandler(), position: .first)
+                    try context.pipeline.syncOperations.addHandlers(try makeHandler(), position: .first)
                 } catch {
                     promise.fail(error)
                     fail(MsgError(.unreachable, "STARTTLS failed: \(error)", underlying: error), context)

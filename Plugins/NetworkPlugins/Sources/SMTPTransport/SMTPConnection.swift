@@ -57,7 +57,7 @@ final class SMTPConnection {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let implicit { try channel.pipeline.syncOperations.addHandler(try Self.tlsHandler(implicit, probing: probing)) }
+                    if let implicit { try channel.pipeline.syncOperations.addHandlers(try Self.tlsHandlers(implicit, probing: probing)) }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SMTPReplyDecoder()))
                     try channel.pipeline.syncOperations.addHandler(handler.value)
                 }
@@ -92,7 +92,7 @@ final class SMTPConnection {
                 let handler = self.handler
                 do {
                     try channel.eventLoop.submit {
-                        handler.value.expectStartTLS { try Self.tlsHandler(tls, probing: probing) }
+                        handler.value.expectStartTLS { try Self.tlsHandlers(tls, probing: probing) }
                     }.wait()
                 } catch {
                     throw MsgError(.unreachable, "\(settings.display): STARTTLS failed: \(NIOErrorText.describe(error))")
@@ -282,10 +282,10 @@ final class SMTPConnection {
     }
 
     /// A probe verifies nothing, so it checks no name either (SNI is still sent).
-    private static func tlsHandler(_ tls: (context: NIOSSLContext, configuration: TLSConfiguration, name: String?),
-                                   probing: Bool) throws -> NIOSSLClientHandler {
-        if probing { return try NIOSSLClientHandler(context: tls.context, serverHostname: tls.name) }
-        return try CertificateNames.clientHandler(tls.context, name: tls.name)
+    private static func tlsHandlers(_ tls: (context: NIOSSLContext, configuration: TLSConfiguration, name: String?),
+                                    probing: Bool) throws -> [any ChannelHandler] {
+        if probing { return [try NIOSSLClientHandler(context: tls.context, serverHostname: tls.name)] }
+        return try CertificateNames.clientHandlers(tls.context, name: tls.name)
     }
 
     /// RFC 5321 4.5.2: a line that starts with a dot gets one more.

@@ -1,22 +1,26 @@
+import NIOCore
 import NIOSSL
+import NIOTLS
+import X509
 
 /// Whether a certificate is for a host name: one of its DNS names (subjectAltName,
-/// read from the parsed certificate) is the name, or a wildcard (`*.example.com`)
-/// for one label of it (RFC 6125). Nothing else makes it so: not an IP address it
-/// names (that matches only an address the user named, which swift-nio-ssl checks
-/// against the address connected to), and not its subject's common name, which the
-/// CA/Browser Forum retired and which is never read from a certificate's printed
-/// description (a subject of `CN=evil.example;common_name=localhost` once passed
-/// for localhost that way). A certificate with no DNS name is for no name.
+/// read from the parsed certificate by swift-certificates) is the name, or a
+/// wildcard (`*.example.com`) for one label of it (RFC 6125). Nothing else makes
+/// it so: not an IP address it names (that matches only an address the user
+/// named, which swift-nio-ssl checks against the address connected to), and not
+/// its subject's common name, which the CA/Browser Forum retired and which is never
+/// read from a certificate's printed description (a subject of
+/// `CN=evil.example;common_name=localhost` once passed for localhost that way).
+/// A certificate with no DNS name is for no name.
 public enum CertificateNames {
     public static func names(_ certificate: NIOSSLCertificate, _ host: String) -> Bool {
         let wanted = host.lowercased().trimmingSuffix(".")
-        guard !wanted.isEmpty else { return false }
-        for name in certificate._subjectAlternativeNames() where name.nameType == .dnsName {
-            let bytes = Array(name.contents)
+        guard !wanted.isEmpty, let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der),
+              let alternatives = try? parsed.extensions.subjectAlternativeNames else { return false }
+        for case .dnsName(let name) in alternatives {
             // An IA5String: a NUL or anything past ASCII is no host name.
-            guard !bytes.isEmpty, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { continue }
-            if matches(String(decoding: bytes, as: UTF8.self).lowercased().trimmingSuffix("."), wanted) { return true }
+            guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { continue }
+            if matches(name.lowercased().trimmingSuffix("."), wanted) { return true }
         }
         return false
     }
@@ -35,19 +39,76 @@ private extension String {
 }
 
 extension CertificateNames {
-    /// A client's TLS handler for a server that must be `name` (nil: an address,
-    /// checked by swift-nio-ssl against the certificate's IP addresses). A name is
-    /// checked again, strictly, before the handshake completes and anything is
-    /// sent: swift-nio-ssl also accepts a certificate that names the address
-    /// connected to instead. (An underscored API: the one hook that runs there.)
-    public static func clientHandler(_ context: NIOSSLContext, name: String?) throws -> NIOSSLClientHandler {
-        guard let name else { return try NIOSSLClientHandler(context: context, serverHostname: nil) }
-        return try NIOSSLClientHandler._makeSSLClientHandler(
-            context: context, serverHostname: name,
-            additionalPeerCertificateVerificationCallback: { certificate, channel in
-                names(certificate, name)
-                    ? channel.eventLoop.makeSucceededVoidFuture()
-                    : channel.eventLoop.makeFailedFuture(NIOSSLExtraError.failedToValidateHostname)
-            })
+    /// A client's TLS handlers for a server that must be `name` (nil: an address,
+    /// checked by swift-nio-ssl against the certificate's IP addresses), network
+    /// side first: swift-nio-ssl's, which verifies the chain (and, less strictly,
+    /// the name: it also takes a certificate that names the address connected
+    /// to), then a ``NameGate`` that holds every write and read until the
+    /// handshake is done and the certificate is for `name`.
+    public static func clientHandlers(_ context: NIOSSLContext, name: String?) throws -> [any ChannelHandler] {
+        let tls = try NIOSSLClientHandler(context: context, serverHostname: name)
+        guard let name else { return [tls] }
+        return [tls, NameGate(name: name)]
+    }
+}
+
+/// Lets nothing through, either way, until TLS's handshake is done and the peer's
+/// certificate is for the name (``CertificateNames/names(_:_:)``): writes are held,
+/// reads dropped. A certificate for another name closes the connection with
+/// swift-nio-ssl's `failedToValidateHostname`, the held writes failed: nothing
+/// the client wrote ever reaches that server.
+public final class NameGate: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = NIOAny
+    public typealias InboundOut = NIOAny
+    public typealias OutboundIn = NIOAny
+    public typealias OutboundOut = NIOAny
+
+    private let name: String
+    private var open = false
+    private var held: [(NIOAny, EventLoopPromise<Void>?)] = []
+    private var flushHeld = false
+
+    init(name: String) { self.name = name }
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard open else { return held.append((data, promise)) }
+        context.write(data, promise: promise)
+    }
+
+    public func flush(context: ChannelHandlerContext) {
+        guard open else { flushHeld = true; return }
+        context.flush()
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard open else { return }
+        context.fireChannelRead(data)
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard !open, case .handshakeCompleted? = event as? TLSUserEvent else {
+            return context.fireUserInboundEventTriggered(event)
+        }
+        let leaf = try? context.pipeline.syncOperations.nioSSL_peerCertificate()
+        guard let leaf, CertificateNames.names(leaf, name) else {
+            let error = NIOSSLExtraError.failedToValidateHostname
+            let writes = held
+            held = []
+            for (_, promise) in writes { promise?.fail(error) }
+            context.fireErrorCaught(error)
+            context.close(promise: nil)
+            return
+        }
+        open = true
+        let writes = held
+        held = []
+        for (data, promise) in writes { context.write(data, promise: promise) }
+        if flushHeld { context.flush() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        for (_, promise) in held { promise?.fail(ChannelError.ioOnClosedChannel) }
+        held = []
     }
 }

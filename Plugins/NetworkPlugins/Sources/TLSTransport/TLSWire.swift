@@ -34,7 +34,7 @@ struct TLSClientWire: WireSecurity {
     var authenticatesClients: Bool { false }
 
     func addClientHandlers(to channel: any Channel, address: TCPAddress) throws {
-        try channel.pipeline.syncOperations.addHandler(CertificateNames.clientHandler(context, name: serverName))
+        try channel.pipeline.syncOperations.addHandlers(CertificateNames.clientHandlers(context, name: serverName))
     }
 
     func addServerHandlers(to channel: any Channel, guard: WireGuard, refuse: @escaping @Sendable (String) -> Void) throws {}
