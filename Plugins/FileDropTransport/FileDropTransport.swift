@@ -52,7 +52,9 @@ public final class FileDropTransport: Transport {
         root = url.path
         parents = url.parameters.contains { $0.0 == "parents" && $0.1 == "yes" }
         let parent = SystemCalls.directory(of: root)
-        if !parents && !SystemCalls.exists(root) && !SystemCalls.isRealDirectory(parent) {
+        // The parent through links (a home that is a link is a home).
+        var st = stat()
+        if !parents && !SystemCalls.exists(root) && !(stat(parent, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR) {
             throw MsgError(.config, "'\(url.text)': \(parent) is no directory; create it, or add ?parents=yes to have msg create it")
         }
         try makeDirectories(code: .unavailable)

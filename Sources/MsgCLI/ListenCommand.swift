@@ -1,6 +1,7 @@
 import ArgumentParser
 import MsgEngine
 import MsgKit
+import MsgSupport
 
 /// `msg listen URL --into URL`: the receiving side of `tcp://`.
 struct ListenCommand: SessionCommand {
@@ -31,6 +32,8 @@ struct ListenCommand: SessionCommand {
         guard let url = url ?? session.settings.listen else {
             throw MsgError(.usage, "say where to listen: msg listen tcp://HOST:PORT, MSG_LISTEN, or listen in the config file")
         }
+        // The default inbox lives in msg's own home, which msg makes.
+        if into == nil { try SystemCalls.makeDirectories(session.settings.home, code: .unavailable) }
         var service = ListenService(url: url, into: into ?? "file:\(session.settings.home)/inbox",
                                     maxLineBytes: maxLine, deadline: deadline, openWithoutToken: noToken,
                                     reporter: session.reporter)

@@ -15,10 +15,13 @@ import Testing
             msg flush --transport file:$PWD/drop > /dev/null; echo "drop $? $(ls drop/new | wc -l)"
             echo '{"to":"b","body":"y"}' | msg compose --enqueue > /dev/null
             msg flush --transport "file:$PWD/deep/er/drop?parents=yes" > /dev/null; echo "parents $? $(ls deep/er/drop/new | wc -l)"
+            mkdir real; ln -s real linked
+            echo '{"to":"c","body":"z"}' | msg compose --enqueue > /dev/null
+            msg flush --transport "file:$PWD/linked/drop" > /dev/null; echo "through a link $? $(ls real/drop/new | wc -l)"
             sed "s|$PWD|DIR|g" err
             """)
         #expect(r.lines == [
-            "missing 78", "0", "1", "drop 0 1", "parents 0 1",
+            "missing 78", "0", "1", "drop 0 1", "parents 0 1", "through a link 0 1",
             "msg: 'file:DIR/nonexistent/x': DIR/nonexistent is no directory; create it, or add ?parents=yes to have msg create it",
         ], "\(r.out)\(r.err)")
     }
@@ -57,5 +60,22 @@ import Testing
         #expect(r.lines == ["link 78", "1", "still a link",
                             "msg: json store link.json is a symbolic link; name the file it points to (msg rewrites the store in place, which would replace the link)"],
                 "\(r.out)\(r.err)")
+    }
+
+    /// msg makes its own home for its default outbox and inbox: a fresh account's
+    /// first flush, and its first listen, need no directory made by hand.
+    @Test func msgMakesItsOwnHomeForItsDefaultDrops() throws {
+        let s = try Sandbox()
+        let fresh = s.home + "/fresh/msg"
+        let listener = try ListenerProcess(s, environment: ["MSG_HOME": fresh])
+        let r = try s.sh("""
+            echo '{"to":"a","body":"x"}' | MSG_HOME=$PWD/other/msg msg compose --enqueue > /dev/null
+            MSG_HOME=$PWD/other/msg msg flush --transport tcp://127.0.0.1:\(listener.port) > /dev/null; echo "listen $?"
+            ls fresh/msg/inbox/new | wc -l
+            rm -r other; echo '{"to":"b","body":"y"}' | MSG_HOME=$PWD/other/msg msg compose --enqueue --store "sqlite:$PWD/q.sqlite" > /dev/null
+            MSG_HOME=$PWD/other/msg msg flush --store "sqlite:$PWD/q.sqlite" > /dev/null; echo "outbox $? $(ls other/msg/outbox/new | wc -l)"
+            """)
+        _ = listener.stop()
+        #expect(r.lines == ["listen 0", "1", "outbox 0 1"], "\(r.out)\(r.err)")
     }
 }
