@@ -18,6 +18,7 @@ type_line() {
     tmux -L examples send-keys -t shell -l "$line"; tmux -L examples send-keys -t shell Enter
 }
 tmux -L examples new-session -d -s shell -x 160 -y 40 "msg shell; echo EXITED \$?; sleep 60"
+children+=($(tmux -L examples display-message -p '#{pid}'))   # the tmux server, stopped with the run
 await "the prompt" sh -c "tmux -L examples capture-pane -p -t shell | grep -q 'msg sqlite:queue.sqlite>'"
 type_line 'queue ls --status failed'
 type_line 'retry --now 01890a5d-ac96-774b-bcce-b302099a8057'
