@@ -65,9 +65,7 @@ public enum OutputPath {
 
     /// Whether `path` holds nothing or a regular file (what a rename may replace).
     public static func namesAFile(_ path: String) -> Bool {
-        guard descriptor(named: path) == nil else { return false }
-        var st = stat()
-        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT == S_IFREG : errno == ENOENT
+        (try? check(path, option: "", code: .usage)) == .file
     }
 
     /// Opens `path` for appending under the rule: a regular file (created `mode`
