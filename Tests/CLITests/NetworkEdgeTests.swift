@@ -39,6 +39,17 @@ import Testing
         return (s, env)
     }
 
+    /// One message flushed through `url`: the lines are flush's exit status, then
+    /// `after`'s output; the queue is emptied for the next.
+    func sendOne(_ s: Sandbox, _ url: String, _ env: [String: String], after: String = "") throws -> Run {
+        try s.sh("""
+            msg compose --to a --body x --enqueue > /dev/null
+            msg flush --transport '\(url)' > /dev/null; echo $?
+            msg queue ls --format csv | tail -n +2 | cut -d, -f1 | msg queue rm > /dev/null
+            \(after)
+            """, env: env)
+    }
+
     /// The issue's check: tls://localhost and server_name=localhost refuse the evil
     /// certificate (78, nothing delivered), and a certificate without a DNS name is
     /// for no name; the same certificate serves the address it names when that
@@ -51,12 +62,7 @@ import Testing
             let port = listener.port
             for url in ["tls://localhost:\(port)?ca=ca.pem&cert=client.pem&key=client-key.pem",
                         "tls://127.0.0.1:\(port)?ca=ca.pem&cert=client.pem&key=client-key.pem&server_name=localhost"] {
-                let r = try s.sh("""
-                    msg compose --to a --body x --enqueue > /dev/null
-                    msg flush --transport '\(url)' > /dev/null; echo $?
-                    msg queue ls --format csv | tail -n +2 | cut -d, -f1 | msg queue rm > /dev/null
-                    ls inbox-\(cert)/new 2>/dev/null | wc -l
-                    """, env: env)
+                let r = try sendOne(s, url, env, after: "ls inbox-\(cert)/new 2>/dev/null | wc -l")
                 #expect(r.lines == ["78", "0"], "\(cert) \(url): \(r.out) \(r.err)")
                 #expect(r.err.contains("its certificate is not for localhost"), "\(cert): \(r.err)")
             }
@@ -80,11 +86,7 @@ import Testing
                                        ("wild", "a.b.example.test", "78"), ("broad", "mail.test", "78")] {
             let listener = try ListenerProcess(s, address: "tls://127.0.0.1:0?cert=\(cert).pem&key=\(cert)-key.pem&client_ca=ca.pem",
                                                ["--into", "file:\(s.home)/inbox-\(cert)"], environment: env)
-            let r = try s.sh("""
-                msg compose --to a --body x --enqueue > /dev/null
-                msg flush --transport 'tls://127.0.0.1:\(listener.port)?ca=ca.pem&cert=client.pem&key=client-key.pem&server_name=\(name)' > /dev/null; echo $?
-                msg queue ls --format csv | tail -n +2 | cut -d, -f1 | msg queue rm > /dev/null
-                """, env: env)
+            let r = try sendOne(s, "tls://127.0.0.1:\(listener.port)?ca=ca.pem&cert=client.pem&key=client-key.pem&server_name=\(name)", env)
             #expect(r.lines == [expected], "\(cert) for \(name): \(r.out) \(r.err)")
             _ = listener.stop()
         }
@@ -207,17 +209,24 @@ import Testing
         #expect(failed.milliseconds - claimed.milliseconds < 2_000, "one attempt, bounded whole: \(failed.milliseconds - claimed.milliseconds) ms")
     }
 
-    /// The issue's check: replies injected behind the STARTTLS 220 get nothing sent
-    /// (no MAIL ever reaches the server) and the message stays, to be retried.
-    @Test func repliesInjectedBehindStarttlsSendNothing() throws {
+    /// One mail flushed to the lying server in `mode`: the lines are flush's exit
+    /// status, then the message's status.
+    func mailToLiar(mode: String, parameters: String) throws -> (Sandbox, Run) {
         let (s, env) = try sandbox()
-        let (server, port) = try liar(s, mode: "starttls")
+        let (server, port) = try liar(s, mode: mode)
         defer { server.signal(SIGKILL); try? server.wait() }
         let r = try s.sh("""
             msg compose --to ann@example.com --from me@example.com --body x --enqueue > /dev/null
-            msg flush --transport 'smtp://127.0.0.1:\(port)?ca=ca.pem' > /dev/null; echo $?
+            msg flush --transport 'smtp://127.0.0.1:\(port)?\(parameters)' > /dev/null; echo $?
             msg queue ls --format csv | tail -n +2 | cut -d, -f2
             """, env: env)
+        return (s, r)
+    }
+
+    /// The issue's check: replies injected behind the STARTTLS 220 get nothing sent
+    /// (no MAIL ever reaches the server) and the message stays, to be retried.
+    @Test func repliesInjectedBehindStarttlsSendNothing() throws {
+        let (s, r) = try mailToLiar(mode: "starttls", parameters: "ca=ca.pem")
         #expect(r.lines == ["75", "failed"], "\(r.out) \(r.err)")
         #expect(r.err.contains("behind its STARTTLS 220"), "\(r.err)")
         let log = try String(contentsOfFile: s.home + "/liar.log", encoding: .utf8)
@@ -227,14 +236,7 @@ import Testing
     /// A 250 sent with the 354, before the data's final dot, is no answer to it:
     /// the message is not recorded sent (the server then refused it with 554).
     @Test func aReplyAheadOfTheFinalDotIsNotBelieved() throws {
-        let (s, env) = try sandbox()
-        let (server, port) = try liar(s, mode: "data")
-        defer { server.signal(SIGKILL); try? server.wait() }
-        let r = try s.sh("""
-            msg compose --to ann@example.com --from me@example.com --body x --enqueue > /dev/null
-            msg flush --transport 'smtp://127.0.0.1:\(port)?tls=none' > /dev/null; echo $?
-            msg queue ls --format csv | tail -n +2 | cut -d, -f2
-            """, env: env)
+        let (_, r) = try mailToLiar(mode: "data", parameters: "tls=none")
         #expect(r.lines.count == 2 && r.lines.last != "sent", "\(r.out) \(r.err)")
         #expect(r.err.contains("a reply no command asked for"), "\(r.err)")
     }
