@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "FileDropTransport", type: .dynamic, targets: ["FileDropTransport"]),
         .library(name: "TCPTransport", type: .dynamic, targets: ["TCPTransport"]),
         .library(name: "ExecTransport", type: .dynamic, targets: ["ExecTransport"]),
+        .library(name: "NATSTransport", type: .dynamic, targets: ["NATSTransport"]),
     ],
     dependencies: [
         .package(path: "MsgKit"),
@@ -44,6 +45,10 @@ let package = Package(
         plugin("FileDropTransport"),
         plugin("TCPTransport", dependencies: [.product(name: "TCPWire", package: "TCPWire")]),
         plugin("ExecTransport"),
+        // JetStream through Debian's libnats (nats.c): a system library, so it costs the build nothing.
+        .target(name: "NATSTransport", dependencies: [kit, support, "CNATS"], path: "Plugins/NATSTransport", exclude: ["CNATS"],
+                linkerSettings: pluginRpath),
+        .systemLibrary(name: "CNATS", path: "Plugins/NATSTransport/CNATS", pkgConfig: "libnats", providers: [.apt(["libnats-dev"])]),
         .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),

@@ -17,7 +17,7 @@ public struct PluginLoader: Sendable {
     /// The library that serves each scheme msg ships a plugin for.
     public static let bundled: [String: String] = [
         "json": "JSONFileStore", "sqlite": "SQLiteStore",
-        "file": "FileDropTransport", "tcp": "TCPTransport", "stdout": "StdoutTransport", "exec": "ExecTransport",
+        "file": "FileDropTransport", "tcp": "TCPTransport", "stdout": "StdoutTransport", "exec": "ExecTransport", "nats": "NATSTransport",
         "http": "HTTPTransport", "https": "HTTPTransport",
         "postgres": "PostgresStore", "postgresql": "PostgresStore",
     ]

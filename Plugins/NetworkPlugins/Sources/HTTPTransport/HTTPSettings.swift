@@ -107,27 +107,10 @@ struct HTTPSettings: Sendable {
     /// send the webhook unsigned, and the secret file's path to the server), else
     /// msg's names and how the server's own are written.
     static func refusal(of name: String) -> MsgError {
-        if let near = names.first(where: { editDistance($0, name.lowercased()) <= 2 }) {
+        if let near = ParameterSpelling.nearest(name, in: names) {
             return MsgError(.config, "http: unknown parameter '\(name)' (did you mean \(near)=?); nothing was sent")
         }
         return MsgError(.config, "http: unknown parameter '\(name)'; msg's are \(names.joined(separator: ", ")), and one of the server's own query is written \(serverPrefix)\(name)=VALUE; nothing was sent")
-    }
-
-    /// Levenshtein distance, for short parameter names.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8), b = Array(b.utf8)
-        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-        var row = Array(0...b.count)
-        for i in 1...a.count {
-            var previous = row[0]
-            row[0] = i
-            for j in 1...b.count {
-                let current = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
-                previous = current
-            }
-        }
-        return row[b.count]
     }
 
     /// The text of a file only its owner may read (a secret): else `config`.

@@ -1,0 +1,217 @@
+import Foundation
+import MsgKit
+import MsgKitTesting
+import Testing
+
+/// `nats://` through the real binary, against Debian's nats-server with JetStream
+/// on loopback (file storage), read back with nats-py (scripts/nats).
+@Suite(.timeLimit(.minutes(5))) struct NATSTests {
+    static let script = SMTPTests.repository + "/scripts/nats"
+
+    /// A nats-server -js of its own, stopped when released; restartable on its port
+    /// with its store.
+    final class Server {
+        let dir: String
+        let port: Int
+        let options: String
+        var url: String { "nats://127.0.0.1:\(port)" }
+        private let sandbox: Sandbox
+
+        init(_ s: Sandbox, options: String = "") throws {
+            sandbox = s
+            dir = s.home + "/nats-\(UUID().uuidString.prefix(8))"
+            self.options = options
+            let r = try s.sh("'\(NATSTests.script)' start '\(dir)' \(options)")
+            guard r.status == 0, let port = r.lines.last.flatMap({ Int($0) }) else {
+                throw MsgError(.unavailable, "nats-server did not start: \(r.err)")
+            }
+            self.port = port
+        }
+
+        func start() throws {
+            let r = try sandbox.sh("'\(NATSTests.script)' start '\(dir)' --port \(port) \(options)")
+            guard r.status == 0 else { throw MsgError(.unavailable, "nats-server did not start again: \(r.err)") }
+        }
+
+        func kill() throws { _ = try sandbox.sh("'\(NATSTests.script)' kill '\(dir)'") }
+
+        /// Adds stream `name` on `subjects` (and `options`, e.g. --max-msgs 5 --discard new).
+        func addStream(_ name: String, _ subjects: String, _ options: String = "", client: String = "") throws {
+            let r = try sandbox.sh("'\(NATSTests.script)' stream add \(url) \(client) \(name) \(subjects) \(options)")
+            #expect(r.status == 0, "stream add: \(r.err)")
+        }
+
+        /// Each message of stream `name`: its subject, headers and data.
+        func messages(_ name: String, client: String = "") throws -> [(subject: String, headers: [String: String], data: String)] {
+            let r = try sandbox.sh("'\(NATSTests.script)' stream dump \(url) \(client) \(name)", timeout: 120)
+            #expect(r.status == 0, "stream dump: \(r.err)")
+            return try r.lines.map { line in
+                let o = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+                return (o["subject"] as? String ?? "", o["headers"] as? [String: String] ?? [:], o["data"] as? String ?? "")
+            }
+        }
+
+        deinit { _ = try? sandbox.sh("'\(NATSTests.script)' stop '\(dir)'") }
+    }
+
+    /// `n` messages to `recipients` recipients in turn, queued; their ids.
+    func queue(_ s: Sandbox, _ n: Int, recipients: Int = 1) throws -> [String] {
+        let r = try s.sh("""
+            for i in $(seq 1 \(n)); do printf '{"to":"c%d","body":"order %d","headers":{"X-Order":"%d"}}\\n' $((i % \(recipients))) $i $i; done \
+              | msg compose | msg queue add
+            """)
+        #expect(r.status == 0, "queue add: \(r.err)")
+        return ids(r.out)
+    }
+
+    @Test func tenThousandMessagesLeaveTenThousandInTheStreamAndASecondFlushAddsNone() throws {
+        let s = try Sandbox()
+        let server = try Server(s)
+        try server.addStream("ORDERS", "'orders.>'")
+        let queued = try queue(s, 10_000, recipients: 100)
+        _ = try s.sh("cp queue.sqlite before.sqlite")
+        let url = "\(server.url)/orders.new?concurrency=64"
+        let first = try s.sh("msg flush --transport '\(url)' > /dev/null")
+        #expect(first.status == 0, "\(first.err)")
+        let stored = try server.messages("ORDERS")
+        #expect(stored.count == 10_000)
+        #expect(Set(stored.compactMap { $0.headers["Nats-Msg-Id"] }) == Set(queued))
+        #expect(stored.allSatisfy { $0.subject == "orders.new" })
+        // The record as a destination receives it, and msg's headers as NATS headers.
+        let one = try #require(stored.first)
+        let record = try Message(jsonText: one.data)
+        #expect(record.status == .delivered && record.id == one.headers["Nats-Msg-Id"])
+        #expect(one.headers["X-Order"] == record.body.replacingOccurrences(of: "order ", with: ""))
+        #expect(try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
+
+        // The same records again (a crash between the PubAck and msg's record of
+        // it): the stream takes them as duplicates, acknowledged, not stored twice.
+        _ = try s.sh("cp before.sqlite queue.sqlite && rm -f queue.sqlite-wal queue.sqlite-shm")
+        let again = try s.sh("msg flush --transport '\(url)' > /dev/null")
+        #expect(again.status == 0, "\(again.err)")
+        #expect(try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
+        #expect(try server.messages("ORDERS").count == 10_000)
+    }
+
+    @Test func killedMidFlushThenRecoveredEachIdIsInTheStreamOnce() throws {
+        let s = try Sandbox()
+        let server = try Server(s)
+        try server.addStream("ORDERS", "'orders.>'")
+        let queued = try queue(s, 3_000, recipients: 50)
+        let url = "\(server.url)/orders.{to}?concurrency=32"
+        try s.killFlush(["flush", "--transport", url, "--batch", "100"], after: 500)
+        let left = try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Int(left).map { $0 < 3_000 } == true, "the kill came after the flush: \(left) sent")
+        let recovered = try s.sh("msg recover --stale-after 0s --transport '\(url)' > /dev/null && msg flush --transport '\(url)' > /dev/null")
+        #expect(recovered.status == 0, "\(recovered.err)")
+        #expect(try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines) == "3000")
+        let stored = try server.messages("ORDERS")
+        let storedIDs = stored.compactMap { $0.headers["Nats-Msg-Id"] }
+        #expect(storedIDs.count == 3_000 && Set(storedIDs) == Set(queued), "\(storedIDs.count) stored, \(Set(storedIDs).count) ids")
+        #expect(stored.allSatisfy { $0.subject.hasPrefix("orders.c") })
+    }
+
+    @Test func theServerKilledAndRestartedMidFlushLosesNothingAndStoresNothingTwice() throws {
+        let s = try Sandbox()
+        let server = try Server(s)
+        try server.addStream("ORDERS", "'orders.>'")
+        let queued = try queue(s, 4_000, recipients: 4)
+        // One message after another, each awaiting its PubAck: the server dies mid-flush.
+        let url = "\(server.url)/orders.new"
+        let flush = try s.start(["flush", "--transport", url, "--batch", "50"])
+        let out = flush.1.fileHandleForReading
+        var seen = 0
+        while seen < 300 {
+            let chunk = out.availableData
+            if chunk.isEmpty { break }
+            seen += chunk.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        }
+        try server.kill()
+        _ = out.readDataToEndOfFile()
+        try flush.0.wait()
+        // The connection lost: what was not acknowledged is waiting, not dead.
+        #expect(flush.0.terminationStatus == 75 || flush.0.terminationStatus == 0, "flush exited \(flush.0.terminationStatus)")
+        #expect(try s.sh("msg queue count --status dead").out.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        let sentBefore = try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Int(sentBefore).map { $0 < 4_000 } == true, "the server died after the flush: \(sentBefore) sent")
+        try server.start()
+        let rest = try s.sh("msg retry --now --transport '\(url)' > /dev/null && msg flush --transport '\(url)' > /dev/null")
+        #expect(rest.status == 0, "\(rest.err)")
+        #expect(try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines) == "4000")
+        let storedIDs = try server.messages("ORDERS").compactMap { $0.headers["Nats-Msg-Id"] }
+        #expect(storedIDs.count == 4_000 && Set(storedIDs) == Set(queued), "\(storedIDs.count) stored, \(Set(storedIDs).count) ids")
+    }
+
+    @Test func aSubjectNoStreamTakesIsNamed() throws {
+        let s = try Sandbox()
+        let server = try Server(s)
+        try server.addStream("ORDERS", "'orders.>'")
+        _ = try queue(s, 3)
+        // One subject for all: the configuration is wrong, nothing becomes dead.
+        let fixed = try s.sh("msg flush --transport '\(server.url)/invoices.new'")
+        #expect(fixed.status == 78)
+        #expect(fixed.err.contains("no stream takes subject invoices.new"), "\(fixed.err)")
+        #expect(try s.sh("msg queue count --status queued").out.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+        // A subject made from the record: that message is rejected with the reason.
+        _ = try s.sh("echo '{\"to\":\"nowhere\",\"body\":\"b\"}' | msg compose | msg queue add")
+        let templated = try s.sh("msg flush --transport '\(server.url)/{to}.new' --to nowhere")
+        #expect(templated.status == 1)
+        let dead = try records(s.sh("msg queue ls --status dead").out)
+        #expect(dead.count == 1 && dead.first?.lastError?.message.contains("no stream takes subject nowhere.new") == true)
+        #expect(try server.messages("ORDERS").isEmpty)
+    }
+
+    @Test func aFullStreamThatDiscardsNewRejectsWithTheServersWords() throws {
+        let s = try Sandbox()
+        let server = try Server(s)
+        try server.addStream("SMALL", "'small.>'", "--max-msgs 2 --discard new")
+        _ = try queue(s, 3)
+        let r = try s.sh("msg flush --transport '\(server.url)/small.x'")
+        #expect(r.status == 1)
+        let dead = try records(s.sh("msg queue ls --status dead").out)
+        #expect(dead.count == 1)
+        #expect(dead.first?.lastError?.message.contains("maximum messages exceeded") == true, "\(dead.first?.lastError?.message ?? "")")
+        #expect(try server.messages("SMALL").count == 2)
+    }
+
+    @Test func mutualTLSWithTheServersCertificateAndName() throws {
+        let s = try Sandbox()
+        try TLSTests().makeCertificates(s)
+        let server = try Server(s, options: "--tls server.pem server-key.pem ca.pem --verify")
+        let client = "--ca ca.pem --cert client.pem --key client-key.pem"
+        try server.addStream("ORDERS", "'orders.>'", client: client)
+        _ = try queue(s, 5)
+        let base = "\(server.url)/orders.tls?ca=ca.pem"
+        // No client certificate: the server refuses the handshake; nothing sent.
+        let bare = try s.sh("msg flush --transport '\(base)'")
+        #expect(bare.status != 0)
+        // A certificate for another name: refused, whatever CA signed it.
+        let wrongName = try s.sh("msg flush --transport '\(base)&cert=client.pem&key=client-key.pem&server_name=evil.example'")
+        #expect(wrongName.status == 78, "\(wrongName.err)")
+        #expect(try server.messages("ORDERS", client: client).isEmpty)
+        let good = try s.sh("msg flush --transport '\(base)&cert=client.pem&key=client-key.pem&server_name=localhost'")
+        #expect(good.status == 0, "\(good.err)")
+        #expect(try server.messages("ORDERS", client: client).count == 5)
+    }
+
+    @Test func aTokenFromAPrivateFileAndAMisspeltParameterSendsNothing() throws {
+        let s = try Sandbox()
+        let token = try s.file("token", "s3cret-token\n")
+        chmod(token, 0o600)
+        let server = try Server(s, options: "--token token")
+        try server.addStream("ORDERS", "'orders.>'", client: "--token token")
+        _ = try queue(s, 2)
+        let misspelt = try s.sh("msg flush --transport '\(server.url)/orders.x?token_flie=token'")
+        #expect(misspelt.status == 78)
+        #expect(misspelt.err.contains("did you mean token_file=?"), "\(misspelt.err)")
+        let none = try s.sh("msg flush --transport '\(server.url)/orders.x'")
+        #expect(none.status == 78, "\(none.err)")
+        chmod(token, 0o644)
+        let open = try s.sh("msg flush --transport '\(server.url)/orders.x?token_file=token'")
+        #expect(open.status == 78 && open.err.contains("token"), "\(open.err)")
+        chmod(token, 0o600)
+        let good = try s.sh("msg flush --transport '\(server.url)/orders.x?token_file=token'")
+        #expect(good.status == 0, "\(good.err)")
+        #expect(try server.messages("ORDERS", client: "--token token").count == 2)
+    }
+}
