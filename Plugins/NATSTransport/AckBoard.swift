@@ -17,6 +17,8 @@ final class AckBoard: @unchecked Sendable {
     private var outcomes: [DeliveryOutcome?] = []
     private var missing = 0
     private var lost = false
+    /// The PubAck of each message the last call delivered, until the host takes it.
+    private var receipts: [String: JSONValue] = [:]
 
     /// Whether every message goes to one subject (``SubjectTemplate/isFixed``).
     let fixedSubject: Bool
@@ -44,6 +46,7 @@ final class AckBoard: @unchecked Sendable {
             expected = [:]
             expected.reserveCapacity(count)
             outcomes = Array(repeating: nil, count: count)
+            receipts = [:]
             missing = 0
             lost = false
         }
@@ -62,11 +65,12 @@ final class AckBoard: @unchecked Sendable {
         locked { outcomes[index] = outcome }
     }
 
-    /// An acknowledgement (or its failure) for `id`.
-    func record(id: String, outcome: DeliveryOutcome) {
+    /// An acknowledgement (or its failure) for `id`, and what the stream said of it.
+    func record(id: String, outcome: DeliveryOutcome, receipt: JSONValue? = nil) {
         locked {
             guard let index = expected.removeValue(forKey: id), outcomes[index] == nil else { return }
             outcomes[index] = outcome
+            if let receipt { receipts[id] = receipt }
             missing -= 1
             if missing == 0 { pthread_cond_broadcast(condition) }
         }
@@ -95,6 +99,11 @@ final class AckBoard: @unchecked Sendable {
             missing = 0
             return result
         }
+    }
+
+    /// The receipt of `id` from the last call, taken.
+    func takeReceipt(for id: String) -> JSONValue? {
+        locked { receipts.removeValue(forKey: id) }
     }
 
     private func locked<R>(_ body: () -> R) -> R {

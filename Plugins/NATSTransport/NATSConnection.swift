@@ -84,8 +84,11 @@ final class NATSConnection {
             guard natsMsgHeader_Get(message, "Nats-Msg-Id", &value) == NATS_OK, let value else { return }
             let board = Unmanaged<AckBoard>.fromOpaque(closure).takeUnretainedValue()
             let id = String(cString: value)
-            if ack != nil {
-                board.record(id: id, outcome: .delivered(confirmed: false))
+            if let ack {
+                var receipt: [JSONValue.Member] = [.init("stream", .string(ack.pointee.Stream.map { String(cString: $0) } ?? "")),
+                                                   .init("seq", .number(String(ack.pointee.Sequence)))]
+                if ack.pointee.Duplicate { receipt.append(.init("duplicate", .bool(true))) }
+                board.record(id: id, outcome: .delivered(confirmed: false), receipt: .object(receipt))
             } else if let failure {
                 let subject = natsMsg_GetSubject(message).map { String(cString: $0) } ?? "?"
                 let text = failure.pointee.ErrText.map { String(cString: $0) } ?? String(cString: natsStatus_GetText(failure.pointee.Err))

@@ -12,7 +12,7 @@ import MsgSupport
 /// duplicate: acknowledged, not stored twice. Up to `concurrency` publishes await
 /// their acknowledgements at once on one connection (libnats's asynchronous
 /// publish); outcomes still come back in the order of the records.
-public final class NATSTransport: Transport {
+public final class NATSTransport: Transport, DeliveryReceipts {
     let settings: NATSSettings
     private let connection: NATSConnection
 
@@ -66,6 +66,12 @@ public final class NATSTransport: Transport {
         }
         connection.dropPending()
         return outcomes
+    }
+
+    /// The stream and sequence JetStream stored message `id` at (and `duplicate`
+    /// when it held it already), kept in its `sent` event.
+    public func takeReceipt(for id: String) -> JSONValue? {
+        connection.board.takeReceipt(for: id)
     }
 
     /// Publishes one message without waiting for its acknowledgement, which comes

@@ -119,9 +119,10 @@ final class Dispatcher {
         let live = slice.filter { item in item.record.message.expiresAt.map { $0 > now } ?? true }
         let records = live.map(\.record)
         var got: [DeliveryOutcome] = []
+        var receipts: [String: JSONValue] = [:]
         if !records.isEmpty {
             let started = Monotonic.milliseconds()
-            got = transport.deliver(records, deadline: d.deadline)
+            (got, receipts) = transport.deliver(records, deadline: d.deadline)
             sizer.observe(count: records.count, elapsed: MsgDuration(milliseconds: Monotonic.milliseconds() - started))
             d.faults.pass(.afterDelivery, count: records.count)
         }
@@ -161,6 +162,9 @@ final class Dispatcher {
             var x = m
             do throws(MsgError) {
                 try d.policy.apply(got[next], to: &x, now: done, unit: d.unit())
+                if let receipt = receipts[m.id], !x.history.isEmpty {
+                    x.history[x.history.count - 1].extra.append(.init("receipt", receipt))
+                }
             } catch {
                 continue  // not sending any more: nothing to record (cannot happen)
             }
@@ -188,17 +192,31 @@ final class Dispatcher {
 final class SerializedTransport: @unchecked Sendable {
     private let lock = Mutex(())
     private let transport: any Transport
+    /// The transport, when it keeps receipts.
+    private let receipts: (any DeliveryReceipts)?
 
     /// Read once: it does not change.
     let parallelism: Int
 
     init(_ transport: any Transport) {
         self.transport = transport
+        receipts = transport as? any DeliveryReceipts
         parallelism = max(1, transport.parallelism)
     }
 
-    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
-        lock.withLock { _ in transport.deliver(records, deadline: deadline) }
+    /// The outcomes, and the receipt of each message delivered when the transport
+    /// keeps them.
+    func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> (outcomes: [DeliveryOutcome], receipts: [String: JSONValue]) {
+        lock.withLock { _ in
+            let outcomes = transport.deliver(records, deadline: deadline)
+            guard let receipts else { return (outcomes, [:]) }
+            var kept: [String: JSONValue] = [:]
+            for (record, outcome) in zip(records, outcomes) {
+                guard case .delivered = outcome, let receipt = receipts.takeReceipt(for: record.message.id) else { continue }
+                kept[record.message.id] = receipt
+            }
+            return (outcomes, kept)
+        }
     }
 }
 

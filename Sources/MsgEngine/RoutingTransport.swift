@@ -14,7 +14,7 @@ import MsgKit
 /// one route). It may run several messages in flight when any route does; the
 /// dispatcher then hands it one message per destination a slice, which every route
 /// takes.
-public final class RoutingTransport: Transport {
+public final class RoutingTransport: Transport, DeliveryReceipts {
     public struct Route {
         public let pattern: String
         public let url: String
@@ -28,10 +28,13 @@ public final class RoutingTransport: Transport {
 
     let routes: [Route]
     let fallback: any Transport
+    /// The transports that keep receipts.
+    private let keepers: [any DeliveryReceipts]
 
     public init(routes: [Route], fallback: any Transport) {
         self.routes = routes
         self.fallback = fallback
+        keepers = ([fallback] + routes.map(\.transport)).compactMap { $0 as? any DeliveryReceipts }
     }
 
     /// The index of the route `to` takes; nil: the default.
@@ -64,6 +67,14 @@ public final class RoutingTransport: Transport {
             for (k, i) in indices.enumerated() where k < got.count { outcomes[i] = got[k] }
         }
         return outcomes
+    }
+
+    /// The receipt the route that delivered `id` kept, if it keeps them.
+    public func takeReceipt(for id: String) -> JSONValue? {
+        for keeper in keepers {
+            if let r = keeper.takeReceipt(for: id) { return r }
+        }
+        return nil
     }
 
     /// Whether any route says it has the message (recover knows ids, not recipients):

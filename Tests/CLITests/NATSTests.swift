@@ -82,14 +82,21 @@ import Testing
         let record = try Message(jsonText: one.data)
         #expect(record.status == .delivered && record.id == one.headers["Nats-Msg-Id"])
         #expect(one.headers["X-Order"] == record.body.replacingOccurrences(of: "order ", with: ""))
-        #expect(try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
+        // Each sent event keeps the stream's PubAck: the stream and a sequence of its own.
+        let sent = try records(s.sh("msg queue ls --history --status sent").out)
+        #expect(sent.count == 10_000)
+        let receipts = sent.compactMap { m in m.history.last?.extra.first { $0.key == "receipt" }?.value }
+        #expect(receipts.count == 10_000 && receipts.allSatisfy { $0["stream"]?.stringValue == "ORDERS" && $0["duplicate"] == nil })
+        #expect(Set(receipts.compactMap { $0["seq"]?.intValue }) == Set(1...10_000))
 
         // The same records again (a crash between the PubAck and msg's record of
         // it): the stream takes them as duplicates, acknowledged, not stored twice.
         _ = try s.sh("cp before.sqlite queue.sqlite && rm -f queue.sqlite-wal queue.sqlite-shm")
         let again = try s.sh("msg flush --transport '\(url)' > /dev/null")
         #expect(again.status == 0, "\(again.err)")
-        #expect(try s.sh("msg queue count --status sent").out.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
+        let resent = try records(s.sh("msg queue ls --history --status sent").out)
+        #expect(resent.count == 10_000)
+        #expect(resent.allSatisfy { m in m.history.last?.extra.first { $0.key == "receipt" }?.value["duplicate"] == .bool(true) })
         #expect(try server.messages("ORDERS").count == 10_000)
     }
 
