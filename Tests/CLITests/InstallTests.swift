@@ -11,8 +11,8 @@ import Testing
         let s = try Sandbox()
         let installed = try s.sh("MSG_INSTALL_FROM='\(buildDirectory)' '\(Self.repository)/scripts/install' '\(s.home)/prefix' && mv prefix moved")
         #expect(installed.status == 0, "\(installed.err)")
-        for file in ["bin/msg", "lib/libMsgKit.so", "lib/msg/plugins/libSQLiteStore.so", "lib/msg/plugins/libTCPTransport.so",
-                     "share/man/man1/msg.1", "share/man/man1/msg-flush.1", "share/man/man5/msg-record.5", "share/man/man7/msg-tcp.7",
+        for file in ["bin/msg", "lib/libMsgKit.so", "lib/msg/plugins/libSQLiteStore.so", "lib/msg/plugins/libTCPTransport.so", "lib/msg/plugins/libNATSTransport.so",
+                     "share/man/man1/msg.1", "share/man/man1/msg-flush.1", "share/man/man5/msg-record.5", "share/man/man7/msg-tcp.7", "share/man/man7/msg-nats.7",
                      "share/bash-completion/completions/msg", "share/zsh/site-functions/_msg", "share/fish/vendor_completions.d/msg.fish",
                      "share/msg/msg-cron", "share/msg/crontab", "share/msg/systemd/msg-flush.service", "share/msg/systemd/msg-recover.timer"] {
             #expect(FileManager.default.fileExists(atPath: "\(s.home)/moved/\(file)"), "\(file) installed")
@@ -23,7 +23,7 @@ import Testing
         let paths = plugins.lines.compactMap { line in line.range(of: #""path":"[^"]+""#, options: .regularExpression).map { String(line[$0]) } }
         // scripts/test builds the postgres://, http://, tls:// and smtp:// plugins, so they are installed too.
         let postgresBuilt = FileManager.default.fileExists(atPath: "\(Self.repository)/Plugins/NetworkPlugins/.build/release/libPostgresStore.so")
-        #expect(paths.count == (postgresBuilt ? 10 : 6) && paths.allSatisfy { $0.contains("\(s.home)/moved/lib/msg/plugins/") }, "\(plugins.out)")
+        #expect(paths.count == (postgresBuilt ? 11 : 7) && paths.allSatisfy { $0.contains("\(s.home)/moved/lib/msg/plugins/") }, "\(plugins.out)")
         if postgresBuilt {
             let store = "postgres://nobody@127.0.0.1:1/x"
             let loaded = try s.sh("\(bare) queue count --store \(store)")

@@ -201,6 +201,34 @@ import Testing
         #expect(try server.messages("ORDERS", client: client).count == 5)
     }
 
+    /// The certificate of #49: signed by the trusted CA, its only name IP:127.0.0.1,
+    /// its subject `CN=evil.example;common_name=localhost`. Named as localhost, the
+    /// server is refused: a name is matched against DNS names, never printed text.
+    @Test func aCertificateWhoseOnlyNameIsAnAddressIsNotLocalhost() throws {
+        let s = try Sandbox()
+        try TLSTests().makeCertificates(s)
+        let made = try s.sh("""
+            set -e
+            openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ip-key.pem 2>/dev/null; chmod 600 ip-key.pem
+            openssl req -new -key ip-key.pem -subj '/CN=evil.example;common_name=localhost' -out ip.csr
+            openssl x509 -req -in ip.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 \\
+              -extfile <(printf 'subjectAltName=IP:127.0.0.1\\n') -out ip.pem 2>/dev/null
+            """)
+        #expect(made.status == 0, "\(made.err)")
+        let server = try Server(s, options: "--tls ip.pem ip-key.pem ca.pem")
+        try server.addStream("ORDERS", "'orders.>'", client: "--ca ca.pem")
+        _ = try queue(s, 1)
+        let byName = try s.sh("msg flush --transport 'nats://localhost:\(server.port)/orders.x?ca=ca.pem'")
+        #expect(byName.status == 78 && byName.err.contains("hostname mismatch"), "\(byName.err)")
+        let named = try s.sh("msg flush --transport '\(server.url)/orders.x?ca=ca.pem&server_name=localhost'")
+        #expect(named.status == 78, "\(named.err)")
+        #expect(try server.messages("ORDERS", client: "--ca ca.pem").isEmpty)
+        // Named by the address it has, it is the server.
+        let byAddress = try s.sh("msg flush --transport '\(server.url)/orders.x?ca=ca.pem'")
+        #expect(byAddress.status == 0, "\(byAddress.err)")
+        #expect(try server.messages("ORDERS", client: "--ca ca.pem").count == 1)
+    }
+
     @Test func aTokenFromAPrivateFileAndAMisspeltParameterSendsNothing() throws {
         let s = try Sandbox()
         let token = try s.file("token", "s3cret-token\n")
