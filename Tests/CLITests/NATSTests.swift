@@ -229,6 +229,30 @@ import Testing
         #expect(try server.messages("ORDERS", client: "--ca ca.pem").count == 1)
     }
 
+    /// A user with a password, and a user with an NKey (its seed made by
+    /// scripts/nats through openssl): both authenticate; a wrong password does not.
+    @Test func aPasswordAndAnNKeyFromPrivateFiles() throws {
+        let s = try Sandbox()
+        let password = try s.file("password", "pa55-word\n")
+        let wrong = try s.file("wrong", "guess\n")
+        chmod(password, 0o600)
+        chmod(wrong, 0o600)
+        let made = try s.sh("'\(NATSTests.script)' nkey seed.nk")
+        let publicKey = made.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(made.status == 0 && publicKey.hasPrefix("U") && publicKey.count == 56, "\(made.out)\(made.err)")
+        let server = try Server(s, options: "--user ann password --nkey \(publicKey)")
+        let admin = "--user ann password"
+        try server.addStream("ORDERS", "'orders.>'", client: admin)
+        _ = try queue(s, 2, recipients: 2)
+        let refused = try s.sh("msg flush --transport '\(server.url)/orders.x?user=ann&password_file=wrong'")
+        #expect(refused.status == 78 && refused.err.contains("refused the credentials"), "\(refused.err)")
+        let byPassword = try s.sh("msg flush --transport '\(server.url)/orders.x?user=ann&password_file=password' --to c1")
+        #expect(byPassword.status == 0 && ids(byPassword.out).count == 1, "\(byPassword.err)")
+        let byKey = try s.sh("msg flush --transport '\(server.url)/orders.x?nkey=\(publicKey)&nkey_seed=seed.nk'")
+        #expect(byKey.status == 0 && ids(byKey.out).count == 1, "\(byKey.err)")
+        #expect(try server.messages("ORDERS", client: admin).count == 2)
+    }
+
     @Test func aTokenFromAPrivateFileAndAMisspeltParameterSendsNothing() throws {
         let s = try Sandbox()
         let token = try s.file("token", "s3cret-token\n")
