@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
 import ArgumentParser
 import MsgEngine
 import MsgKit
@@ -27,20 +24,8 @@ struct CheckpointOptions: ParsableArguments {
     /// Signs and writes the checkpoint of the ledger as the run left it.
     func write(_ seed: [UInt8]?, _ session: Session) throws(MsgError) {
         guard let seed else { return }
-        let (size, root) = try LedgerAudit(store: try ledgerStore(session)).root()
-        let line = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed).line
-        guard let file = checkpointTo else {
-            session.console.say("checkpoint \(line)")
-            return
-        }
-        // One write of the whole line, made durable: lines appended by several runs
-        // never interleave, and one acknowledged by the exit status is on disk.
-        let fd = try OutputPath.openAppending(file, option: "--checkpoint-to", mode: 0o644, code: .storeIO)
-        defer { close(fd) }
-        try SystemCalls.writeAll(fd, Array((line + "\n").utf8), code: .storeIO, what: "checkpoint file \(file)")
-        var st = stat()
-        if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG {
-            try SystemCalls.fsync(fd, code: .storeIO, what: "checkpoint file \(file)")
-        }
+        let checkpoint = try LedgerCheckpoints.sign(try ledgerStore(session), seed: seed)
+        guard let file = checkpointTo else { return session.console.say("checkpoint \(checkpoint.line)") }
+        try LedgerCheckpoints.append(checkpoint, to: file, option: "--checkpoint-to")
     }
 }

@@ -50,8 +50,7 @@ struct LedgerCheckpointCommand: SessionCommand {
 
     func run(_ session: Session) throws {
         let seed = try LedgerKeys.readPrivate(key)
-        let (size, root) = try LedgerAudit(store: try ledgerStore(session)).root()
-        let checkpoint = try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed)
+        let checkpoint = try LedgerCheckpoints.sign(try ledgerStore(session), seed: seed)
         let out = session.console.buffer()
         out.write(checkpoint.line + "\n")
         try out.flush()
@@ -86,27 +85,12 @@ struct LedgerVerifyCommand: SessionCommand {
     }
 
     func run(_ session: Session) throws {
-        var checkpoints: [LedgerCheckpoint] = []
-        if let pubkey {
-            let key = try LedgerKeys.readPublic(pubkey)
-            let keyID = try LedgerCheckpoint.keyID(of: key)
-            for file in checkpoint {
-                let text = String(decoding: try SystemCalls.readFile(file, code: .badInput, what: "checkpoint file"), as: UTF8.self)
-                for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
-                    let c = try LedgerCheckpoint(line: String(line), where: "\(file):\(i + 1)")
-                    guard c.keyID == keyID else {
-                        throw MsgError(.badInput, "\(file):\(i + 1): the checkpoint is signed by key \(c.keyID), not by \(pubkey) (key \(keyID))")
-                    }
-                    guard try c.isSigned(by: key) else {
-                        throw MsgError(.badInput, "\(file):\(i + 1): the checkpoint's signature is not \(pubkey)'s: it is forged or was changed")
-                    }
-                    checkpoints.append(c)
-                }
-            }
-        }
+        let checkpoints = try pubkey.map { (key) throws(MsgError) in try LedgerCheckpoints.read(checkpoint, publicKeyFile: key) } ?? []
         if let export, let pubkey {
             let report = try LedgerExportProof.check(export: export, proof: export + ".proof", checkpoints: checkpoint.isEmpty ? nil : checkpoints,
                                                      publicKey: try LedgerKeys.readPublic(pubkey))
+            for line in LedgerFinding.lines(report.findings) { session.console.say(line) }
+            guard report.isWhole else { throw LedgerFinding.failure(report.findings, what: "the export is not what the signed ledger held") }
             var w = JSONWriter()
             w.value(.object([
                 .init("export", .string(export)), .init("messages", .number(String(report.messages))),
@@ -121,13 +105,19 @@ struct LedgerVerifyCommand: SessionCommand {
         let progress = session.console.progress("checked")
         let report = try LedgerAudit(store: try ledgerStore(session)).verify(checkpoints: checkpoints, progress: progress)
         progress.finish()
-        guard report.isWhole else {
-            for p in report.problems.prefix(20) { session.console.say("ledger: \(p.text)") }
-            if report.problems.count > 20 { session.console.say("ledger: and \(report.problems.count - 20) more") }
-            throw MsgError(.badInput, "ledger: the store is not what its ledger holds (\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s"))")
-        }
+        for line in LedgerFinding.lines(report.findings) { session.console.say(line) }
+        guard report.isWhole else { throw LedgerFinding.failure(report.findings, what: "the store is not what its ledger holds") }
         let out = session.console.buffer()
         out.write(report.line + "\n")
         try out.flush()
     }
+}
+
+/// The store, as one that keeps a ledger.
+func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
+    let store = try session.store(.read)
+    guard let ledger = store as? any LedgerStore else {
+        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: and postgres: stores do)")
+    }
+    return ledger
 }

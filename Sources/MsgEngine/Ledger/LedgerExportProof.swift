@@ -86,6 +86,10 @@ public enum LedgerExportProof {
         public var checkpoint: LedgerCheckpoint
         public var messages = 0
         public var leaves = 0
+        public var findings: [LedgerFinding] = []
+
+        /// Whether every record is what the signed ledger held: no finding is an error.
+        public var isWhole: Bool { !findings.contains { $0.severity == .error } }
     }
 
     /// The lines of a file, read as they are needed.
@@ -127,7 +131,10 @@ public enum LedgerExportProof {
     /// checkpoint must be signed by `publicKey` and, when given, be one of
     /// `checkpoints`: the two files are read side by side, a record and its proof
     /// at a time, keeping only the leaves' hashes for the root.
-    /// - Throws: `badInput` naming the first record or proof line that does not hold.
+    /// - Returns: what it found; a record that is not what the ledger held, a record
+    ///   twice, or a proof that does not go with the export, each a finding.
+    /// - Throws: `badInput` for a file that does not read or a checkpoint not signed
+    ///   by the key.
     public static func check(export: String, proof: String, checkpoints: [LedgerCheckpoint]?, publicKey: [UInt8]) throws(MsgError) -> Report {
         var proofs = try FileLines(proof)
         defer { proofs.close() }
@@ -146,79 +153,84 @@ public enum LedgerExportProof {
         }
         var hashes: [Int: Digest] = [:]
         var report = Report(checkpoint: checkpoint)
-        var nodesLine: (number: Int, value: JSONValue)?
+        var seen = Set<String>()
+        /// The export and its proof no longer go together: nothing after can be read against it.
+        func mismatch(_ text: String) -> Report {
+            report.findings.append(LedgerFinding(.exportProofMismatch, text))
+            return report
+        }
         while let line = try records.next() {
             let place = "\(export):\(line.number)"
             let m = try line.bytes.withUnsafeBufferPointer { (b) throws(MsgError) in try Message(decoding: b, origin: .input) }
-            guard let p = try proofs.next() else { throw MsgError(.badInput, "\(place): message \(m.id) has no proof in \(proof)") }
+            guard let p = try proofs.next() else { return mismatch("\(place): message \(m.id) has no proof in \(proof)") }
             let v = try parse(p)
-            if v["nodes"] != nil { throw MsgError(.badInput, "\(place): message \(m.id) has no proof in \(proof)") }
+            if v["nodes"] != nil { return mismatch("\(place): message \(m.id) has no proof in \(proof)") }
             guard case .string(let id)? = v["id"], case .array(let items)? = v["leaves"] else {
-                throw MsgError(.badInput, "\(proof):\(p.number): not a message's proof")
+                return mismatch("\(proof):\(p.number): not a message's proof")
             }
             guard id == m.id else {
-                throw MsgError(.badInput, "\(proof):\(p.number): message \(id) is proven but not in \(export) where it would be (line \(line.number) is message \(m.id)): "
+                return mismatch("\(proof):\(p.number): message \(id) is proven but not in \(export) where it would be (line \(line.number) is message \(m.id)): "
                     + "it was taken out of the export, or the export changed")
             }
-            var leaves: [(at: Int, kind: String, n: Int, hash: Digest)] = []
+            if !seen.insert(id).inserted {
+                report.findings.append(LedgerFinding(.exportDuplicate, message: id,
+                                                     "\(place): message \(id) is in the export twice: it would be counted twice"))
+                continue
+            }
+            var leaves: [LedgerReplay.Leaf] = []
             for item in items {
                 guard case .number(let atText)? = item["at"], let at = Int(atText), case .string(let kind)? = item["kind"],
                       case .number(let nText)? = item["n"], let n = Int(nText), let hash = item["hash"]?.stringValue.flatMap(Digest.init(hex:)) else {
-                    throw MsgError(.badInput, "\(proof):\(p.number): a leaf of message \(id) is not one")
+                    return mismatch("\(proof):\(p.number): a leaf of message \(id) is not one")
                 }
-                if let seen = hashes[at], seen != hash { throw MsgError(.badInput, "\(proof):\(p.number): leaf \(at) is given two hashes") }
+                if let seen = hashes[at], seen != hash { return mismatch("\(proof):\(p.number): leaf \(at) is given two hashes") }
                 hashes[at] = hash
-                leaves.append((at, kind, n, hash))
+                leaves.append(LedgerReplay.Leaf(at: at, kind: kind == "state" ? .state : .entry, n: n, hash: hash))
             }
-            let r = EncodedMessage(m)
-            guard let state = leaves.first, state.kind == "state", state.n <= m.history.count else {
-                throw MsgError(.badInput, "\(place): message \(m.id): its proof does not begin with its state")
+            guard let state = leaves.first, state.kind == .state else {
+                report.findings.append(LedgerFinding(.stateMissing, message: m.id, "\(place): message \(m.id): its proof does not begin with its state"))
+                continue
             }
-            var next = state.n
-            for (k, leaf) in leaves.enumerated() {
-                let hash: Digest
-                if k == 0 {
-                    hash = try LedgerLeaf.stateHash(r, m, entries: leaf.n)
-                } else {
-                    guard leaf.kind == "entry", leaf.n == next, leaf.n < m.history.count else {
-                        throw MsgError(.badInput, "\(place): message \(m.id): its proof's leaf \(leaf.at) is not history entry \(next)")
-                    }
-                    hash = try LedgerLeaf.entryHash(m.id, leaf.n, m.history[leaf.n])
-                    next += 1
-                }
-                guard hash == leaf.hash else {
-                    throw MsgError(.badInput, "\(place): message \(m.id) is not what the ledger held at leaf \(leaf.at) (\(leaf.kind) \(leaf.n))")
-                }
-                report.leaves += 1
+            let appended = Array(leaves.dropFirst())
+            if let k = appended.indices.first(where: { appended[$0].kind != .entry || appended[$0].n != state.n + $0 }) {
+                report.findings.append(LedgerFinding(.entryOutOfOrder, leaf: appended[k].at, message: m.id,
+                                                     "\(place): message \(m.id): its proof's leaf \(appended[k].at) is not history entry \(state.n + k)"))
+                continue
             }
-            guard next == m.history.count else {
-                throw MsgError(.badInput, "\(place): message \(m.id) has \(m.history.count) history entries and its proof \(next): an entry was added")
+            // An export's proof names the state a record stands on, not the leaves
+            // before it: whether that state was written after the message was
+            // delivered is the store's check to make (msg-ledger(1)).
+            let found = try LedgerReplay.replay(EncodedMessage(m), m, state: state, appended: appended, before: nil)
+            report.findings += found.map { f in LedgerFinding(f.id, severity: f.severity, leaf: f.leaf, message: f.message, "\(place): \(f.text)") }
+            if !found.contains(where: { $0.severity == .error }) {
+                report.leaves += leaves.count
+                report.messages += 1
             }
-            report.messages += 1
         }
-        if nodesLine == nil, let p = try proofs.next() {
+        var nodesLine: (number: Int, value: JSONValue)?
+        if let p = try proofs.next() {
             let v = try parse(p)
             if v["nodes"] == nil {
                 let id = v["id"]?.stringValue ?? "?"
-                throw MsgError(.badInput, "\(proof):\(p.number): message \(id) is proven but not in \(export): it was taken out of the export")
+                return mismatch("\(proof):\(p.number): message \(id) is proven but not in \(export): it was taken out of the export")
             }
             nodesLine = (p.number, v)
         }
         guard let (number, value) = nodesLine, case .array(let items)? = value["nodes"] else {
-            throw MsgError(.badInput, "\(proof): the subtrees are missing: the proof was cut")
+            return mismatch("\(proof): the subtrees are missing: the proof was cut")
         }
-        if let extra = try proofs.next() { throw MsgError(.badInput, "\(proof):\(extra.number): a line after the subtrees") }
+        if let extra = try proofs.next() { return mismatch("\(proof):\(extra.number): a line after the subtrees") }
         var nodes: [LedgerProof.Node] = []
         for item in items {
             guard case .array(let v) = item, v.count == 3, case .number(let lo) = v[0], case .number(let hi) = v[1],
                   let l = Int(lo), let h = Int(hi), let hash = v[2].stringValue.flatMap(Digest.init(hex:)) else {
-                throw MsgError(.badInput, "\(proof):\(number): a subtree is not one")
+                return mismatch("\(proof):\(number): a subtree is not one")
             }
             nodes.append(LedgerProof.Node(lo: l, hi: h, hash: hash))
         }
         // Every record is its leaves: now the leaves must be the signed tree's.
-        guard try LedgerProof.root(size: checkpoint.size, leaves: hashes, nodes: nodes) == checkpoint.root else {
-            throw MsgError(.badInput, "\(proof): its leaves and subtrees do not hash to the checkpoint's root: the proof was changed")
+        if try LedgerProof.root(size: checkpoint.size, leaves: hashes, nodes: nodes) != checkpoint.root {
+            report.findings.append(LedgerFinding(.proofRootWrong, "\(proof): its leaves and subtrees do not hash to the checkpoint's root: the proof was changed"))
         }
         return report
     }

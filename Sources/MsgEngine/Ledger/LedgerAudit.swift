@@ -29,10 +29,15 @@ public final class LedgerAudit {
         /// Messages stored before the ledger began, not changed since (not covered).
         public var beforeLedger = 0
         public var checkpoints = 0
-        /// What differs, each with the leaf it is about (the first first).
-        public var problems: [(leaf: Int, text: String)] = []
+        /// What it found, in the order of the leaves they are about (the first first).
+        public var findings: [LedgerFinding] = []
 
-        public var isWhole: Bool { problems.isEmpty }
+        /// Whether the store is what its ledger holds: no finding is an error.
+        public var isWhole: Bool { !findings.contains { $0.severity == .error } }
+
+        mutating func add(_ id: LedgerFinding.ID, leaf: Int, message: String? = nil, _ text: String) {
+            findings.append(LedgerFinding(id, leaf: leaf, message: message, text))
+        }
 
         /// The line printed when it is whole.
         public var line: String {
@@ -87,12 +92,13 @@ public final class LedgerAudit {
             try leaves(upTo: size) { (i, leaf) throws(MsgError) in
                 try tree.append(leaf.hash)
                 if let expected = try leaf.expectedHash(), expected != leaf.hash {
-                    report.problems.append((i, "leaf \(i) (\(Self.describe(leaf))) was changed outside msg: its hash is not its own"))
+                    report.add(.leafChanged, leaf: i, "leaf \(i) (\(Self.describe(leaf))) was changed outside msg: its hash is not its own")
                 } else if leaf.kind == .began {
                     allowed += leaf.n
                 } else if !named[i] {
-                    report.problems.append((i, "leaf \(i) (\(Self.describe(leaf))) belongs to no message in the store: "
-                        + (leaf.id.isEmpty ? "that change was deleted outside msg" : "message \(leaf.id) was deleted outside msg")))
+                    report.add(.leafOrphaned, leaf: i, message: leaf.id.isEmpty ? nil : leaf.id,
+                               "leaf \(i) (\(Self.describe(leaf))) belongs to no message in the store: "
+                                   + (leaf.id.isEmpty ? "that change was deleted outside msg" : "message \(leaf.id) was deleted outside msg"))
                 }
                 if sizes.contains(tree.size) { roots[tree.size] = try tree.root() }
             }
@@ -100,114 +106,77 @@ public final class LedgerAudit {
             for c in checkpoints {
                 report.checkpoints += 1
                 guard c.size <= size else {
-                    report.problems.append((size, "the checkpoint of \(c.time) has \(c.size) leaves and the ledger only \(size): leaves were removed"))
+                    report.add(.logShorter, leaf: size, "the checkpoint of \(c.time) has \(c.size) leaves and the ledger only \(size): leaves were removed")
                     continue
                 }
                 if roots[c.size] != c.root {
-                    report.problems.append((c.size, "the ledger's first \(c.size) leaves do not hash to the root of the checkpoint of \(c.time): "
-                        + "the log was changed before it"))
+                    report.add(.logRewritten, leaf: c.size, "the ledger's first \(c.size) leaves do not hash to the root of the checkpoint of \(c.time): "
+                        + "the log was changed before it")
                 }
             }
             if report.beforeLedger > allowed {
-                report.problems.append((Int.max, "\(report.beforeLedger) messages are in no ledger, but \(allowed) were stored before it began: "
-                    + "messages were added outside msg (\(unledgered.joined(separator: ", "))…)"))
+                report.add(.messageUnledgered, leaf: Int.max, "\(report.beforeLedger) messages are in no ledger, but \(allowed) were stored before it began: "
+                    + "messages were added outside msg (\(unledgered.joined(separator: ", "))…)")
             }
-            report.problems.sort { $0.leaf < $1.leaf }
+            report.findings.sort { ($0.severity, $0.leaf ?? Int.max) < ($1.severity, $1.leaf ?? Int.max) }
             return report
         }
     }
 
-    /// Checks one message (`record` nil: removed) against its leaves.
+    /// Checks one message (`record` nil: removed) against its leaves: the list's
+    /// shape here, the record against its last state and what follows it in
+    /// ``LedgerReplay``.
     private func check(_ record: EncodedMessage?, id: String, list: [Int], size: Int, named: inout Bits, runs: inout RunCache,
                        into report: inout Report) throws(MsgError) {
         var count: Int?
-        var state: (leaf: LedgerLeaf, at: Int)?
-        var appended: [(leaf: LedgerLeaf, at: Int)] = []
+        var state: LedgerReplay.Leaf?
+        /// The entries the ledger held before the last state; nil: it is the first leaf.
+        var before: Int?
+        var appended: [LedgerReplay.Leaf] = []
         var removedAt: Int?
         for at in list {
             guard at < size else {
-                report.problems.append((at, "message \(id) names leaf \(at), past the ledger's end (\(size))"))
-                return
+                return report.add(.listWrong, leaf: at, message: id, "message \(id) names leaf \(at), past the ledger's end (\(size))")
             }
-            if named[at] {
-                report.problems.append((at, "leaf \(at) is named by message \(id) and by another"))
-                return
-            }
+            if named[at] { return report.add(.listWrong, leaf: at, message: id, "leaf \(at) is named by message \(id) and by another") }
             named[at] = true
-            guard let leaf = try runs.leaf(at) else {
-                report.problems.append((at, "leaf \(at) cannot be read"))
-                return
-            }
+            guard let leaf = try runs.leaf(at) else { return report.add(.leafUnreadable, leaf: at, message: id, "leaf \(at) cannot be read") }
             guard leaf.kind == .entry || leaf.id == id else {
-                report.problems.append((at, "message \(id) names leaf \(at), which is message \(leaf.id)'s"))
-                return
+                return report.add(.listWrong, leaf: at, message: id, "message \(id) names leaf \(at), which is message \(leaf.id)'s")
             }
-            guard removedAt == nil else {
-                report.problems.append((at, "message \(id) has leaf \(at) after its removal"))
-                return
-            }
+            guard removedAt == nil else { return report.add(.removalWrong, leaf: at, message: id, "message \(id) has leaf \(at) after its removal") }
+            let replayed = LedgerReplay.Leaf(at: at, kind: leaf.kind, n: leaf.n, hash: leaf.hash)
             switch leaf.kind {
             case .state:
+                before = count
                 count = leaf.n
-                state = (leaf, at)
+                state = replayed
                 appended = []
             case .entry:
                 guard let c = count, c == leaf.n else {
-                    report.problems.append((at, "message \(id): leaf \(at) appends history entry \(leaf.n) where the ledger has \(count.map { "\($0) entries" } ?? "no state")"))
-                    return
+                    return report.add(.entryOutOfOrder, leaf: at, message: id,
+                                      "message \(id): leaf \(at) appends history entry \(leaf.n) where the ledger has \(count.map { "\($0) entries" } ?? "no state")")
                 }
                 count = c + 1
-                appended.append((leaf, at))
+                appended.append(replayed)
             case .removed:
                 if try leaf.expectedHash() != leaf.hash {
-                    report.problems.append((at, "leaf \(at) (the removal of message \(id)) was changed outside msg"))
-                    return
+                    return report.add(.leafChanged, leaf: at, message: id, "leaf \(at) (the removal of message \(id)) was changed outside msg")
                 }
                 removedAt = at
             case .began:
-                report.problems.append((at, "message \(id) names leaf \(at), the ledger's beginning"))
-                return
+                return report.add(.listWrong, leaf: at, message: id, "message \(id) names leaf \(at), the ledger's beginning")
             }
         }
         guard let record else {
-            if removedAt == nil {
-                report.problems.append((list.last ?? Int.max, "removed message \(id) has no leaf of its removal"))
-            }
+            if removedAt == nil { report.add(.removalWrong, leaf: list.last ?? Int.max, message: id, "removed message \(id) has no leaf of its removal") }
             return
         }
         if let removedAt {
-            report.problems.append((removedAt, "message \(id) is in the store, but the ledger has it removed (leaf \(removedAt))"))
-            return
+            return report.add(.removalWrong, leaf: removedAt, message: id, "message \(id) is in the store, but the ledger has it removed (leaf \(removedAt))")
         }
-        guard let (leaf, at) = state, let count else {
-            report.problems.append((list.first ?? Int.max, "message \(id) has no state in the ledger"))
-            return
-        }
-        let m = record.message
-        if m.isDamaged {
-            report.problems.append((at, "message \(id) no longer reads as a record (damaged): the ledger has it at leaf \(list.last ?? at)"))
-            return
-        }
-        guard m.history.count >= leaf.n else {
-            report.problems.append((at, "message \(id) has \(m.history.count) history entries and the ledger \(count) (leaf \(list.last ?? at)): an entry was removed"))
-            return
-        }
-        if try LedgerLeaf.stateHash(record, m, entries: leaf.n) != leaf.hash {
-            report.problems.append((at, "message \(id): its content (to, from, body, headers, times) or one of its first \(leaf.n) history entries "
-                + "is not what the ledger holds (leaf \(at))"))
-            return
-        }
-        for (entry, entryAt) in appended {
-            guard entry.n < m.history.count else { break }
-            if try LedgerLeaf.entryHash(id, entry.n, m.history[entry.n]) != entry.hash {
-                report.problems.append((entryAt, "message \(id): history entry \(entry.n) (\(m.history[entry.n].event)) is not what the ledger holds (leaf \(entryAt))"))
-                return
-            }
-        }
-        if m.history.count != count {
-            report.problems.append((list.last ?? at, "message \(id) has \(m.history.count) history entries and the ledger \(count) (leaf \(list.last ?? at)): "
-                + (m.history.count > count ? "an entry was added outside msg" : "an entry was removed")))
-        }
+        guard let state else { return report.add(.stateMissing, leaf: list.first ?? Int.max, message: id, "message \(id) has no state in the ledger") }
+        report.findings += try LedgerReplay.replay(record, record.message, state: state, appended: appended, before: before)
     }
 
     /// Each leaf from 0 to `size`, in order, with its number.
