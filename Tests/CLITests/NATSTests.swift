@@ -269,6 +269,11 @@ import Testing
         let open = try s.sh("msg flush --transport '\(server.url)/orders.x?token_file=token'")
         #expect(open.status == 78 && open.err.contains("token"), "\(open.err)")
         chmod(token, 0o600)
+        // A credentials file libnats cannot read is the configuration's fault, named.
+        let creds = try s.file("user.creds", "not a creds file\n")
+        chmod(creds, 0o600)
+        let badCreds = try s.sh("msg flush --transport '\(server.url)/orders.x?creds=user.creds'")
+        #expect(badCreds.status == 78 && badCreds.err.contains("no nkey user seed found"), "\(badCreds.err)")
         let good = try s.sh("msg flush --transport '\(server.url)/orders.x?token_file=token'")
         #expect(good.status == 0, "\(good.err)")
         #expect(try server.messages("ORDERS", client: "--token token").count == 2)
