@@ -76,9 +76,19 @@ final class AckBoard: @unchecked Sendable {
         }
     }
 
-    /// The connection is gone: nothing more will be acknowledged.
-    func connectionLost() {
+    /// The connection the calls use now (``NATSConnection`` counts them): a loss
+    /// said late by one closed before is not this one's.
+    private var generation = 0
+
+    /// A new connection, `generation`, is open.
+    func connected(generation: Int) {
+        locked { self.generation = generation }
+    }
+
+    /// Connection `generation` is gone: nothing more will be acknowledged on it.
+    func connectionLost(generation: Int) {
         locked {
+            guard generation == self.generation else { return }
             lost = true
             pthread_cond_broadcast(condition)
         }

@@ -17,6 +17,19 @@ final class NATSConnection {
     let board: AckBoard
     private var connection: OpaquePointer?
     private(set) var context: OpaquePointer?
+    /// Connections opened so far; the current one's number.
+    private var generation = 0
+
+    /// What a connection's disconnection callback points to: the board and that
+    /// connection's number. Kept for the life of the process, as the board is.
+    private final class Loss {
+        let board: AckBoard
+        let generation: Int
+        init(board: AckBoard, generation: Int) {
+            self.board = board
+            self.generation = generation
+        }
+    }
 
     init(settings: NATSSettings) {
         self.settings = settings
@@ -48,10 +61,14 @@ final class NATSConnection {
         try check(natsOptions_SetName(options, "msg"))
         try check(natsOptions_SetTimeout(options, max(1, timeout)))
         try check(natsOptions_SetAllowReconnect(options, false))
+        generation += 1
+        board.connected(generation: generation)
+        let loss = Unmanaged.passRetained(Loss(board: board, generation: generation)).toOpaque()
         try check(natsOptions_SetDisconnectedCB(options, { _, closure in
             guard let closure else { return }
-            Unmanaged<AckBoard>.fromOpaque(closure).takeUnretainedValue().connectionLost()
-        }, closure))
+            let loss = Unmanaged<Loss>.fromOpaque(closure).takeUnretainedValue()
+            loss.board.connectionLost(generation: loss.generation)
+        }, loss))
         if settings.secure {
             try check(natsOptions_SetSecure(options, true))
             if let ca = settings.caFile { try check(natsOptions_LoadCATrustedCertificates(options, ca), what: "ca \(ca)") }
