@@ -44,6 +44,8 @@ enum NATSFailure {
             switch code {
             case 10008, 10023, 10074:   // cluster not available, insufficient resources, cluster no peers
                 return MsgError(.remote, described)
+            case 10060 where fixedSubject:   // the stream= named is not the one the URL's subject reaches
+                return MsgError(.config, described + "; fix stream= or the subject")
             default:
                 return MsgError(.rejected, described)
             }

@@ -166,6 +166,10 @@ import Testing
         let dead = try records(s.sh("msg queue ls --status dead").out)
         #expect(dead.count == 1 && dead.first?.lastError?.message.contains("no stream takes subject nowhere.new") == true)
         #expect(try server.messages("ORDERS").isEmpty)
+        // The stream the URL expects is not the one its subject reaches: configuration too.
+        let expected = try s.sh("msg flush --transport '\(server.url)/orders.new?stream=INVOICES'")
+        #expect(expected.status == 78 && expected.err.contains("expected stream does not match"), "\(expected.err)")
+        #expect(try s.sh("msg queue count --status queued").out.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
     @Test func aFullStreamThatDiscardsNewRejectsWithTheServersWords() throws {
