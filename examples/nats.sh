@@ -10,7 +10,7 @@ cd "$MSG_HOME"
 port="$("$repo/scripts/nats" start "$MSG_HOME/nats")"
 trap '"$repo/scripts/nats" stop "$MSG_HOME/nats"' EXIT
 # The duplicate window: longer than a crashed run can stay unrecovered.
-"$repo/scripts/nats" stream add "nats://127.0.0.1:$port" ORDERS 'orders.>' --dupe-window 3600
+"$repo/scripts/nats" stream add "nats://127.0.0.1:$port" ORDERS 'orders.>' --dupe-window 7200
 
 seq 200 | awk '{printf "{\"to\":\"shop%d\",\"body\":\"{\\\"order\\\":%d}\"}\n", $1 % 10, $1}' | msg compose --enqueue > /dev/null
 cp queue.sqlite before.sqlite

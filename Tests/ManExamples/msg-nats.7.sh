@@ -9,7 +9,7 @@ echo "127.0.0.1 nats.example.com" >> /etc/hosts
 ca; cert nats nats.example.com
 cat > /usr/local/bin/nats <<SH
 #!/bin/sh
-# nats stream add NAME --subjects SUBJECTS --dupe-window 1h --defaults
+# nats stream add NAME --subjects SUBJECTS --dupe-window 2h --defaults
 [ "\$1 \$2" = "stream add" ] || { echo "nats: only 'stream add' stands in here" >&2; exit 1; }
 name=\$3; shift 3; subjects=; window=120
 while [ \$# -gt 0 ]; do
@@ -26,7 +26,7 @@ chmod 755 /usr/local/bin/nats
 stop_nats() { "$repo/scripts/nats" stop /mnt/work/nats; }
 
 "$repo/scripts/nats" start /mnt/work/nats --port 4222 > /dev/null
-nats stream add ORDERS --subjects 'orders.>' --dupe-window 1h --defaults
+nats stream add ORDERS --subjects 'orders.>' --dupe-window 2h --defaults
 msg compose --to eu --body '{"order":1}' --enqueue > sent
 msg flush --transport 'nats://127.0.0.1:4222/orders.{to}' > /dev/null
 stored="$("$repo/scripts/nats" stream dump nats://127.0.0.1:4222 ORDERS)"
