@@ -32,7 +32,8 @@ import Testing
             msg queue ls --status dead | grep -c 'the message has no from'
             """, env: env)
         #expect(r.lines == ["1", "999", "1", "1"], "\(r.out) \(r.err)")
-        #expect(!r.err.contains("78"), "\(r.err)")
+        // No 78 said (the server's port, in the words, may hold those digits).
+        #expect(!r.err.replacingOccurrences(of: postfix.url, with: "").contains("78"), "\(r.err)")
     }
 
     /// 20 mails, one without `from`, under a watch: 19 sent, 1 dead, the watch goes on.
