@@ -3,6 +3,7 @@
 #endif
 import CNATS
 import MsgKit
+import MsgSupport
 
 /// One connection to a NATS server and its JetStream context, opened when first
 /// needed and again after it was lost. libnats's own reconnection is off: a
@@ -38,7 +39,7 @@ final class NATSConnection {
         self.board = board
     }
 
-    deinit { SignalPipe.blocked { close() } }
+    deinit { PipeSignalBlock.around { close() } }
 
     private static let opened: Bool = nats_Open(0) == NATS_OK
 

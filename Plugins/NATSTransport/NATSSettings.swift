@@ -84,11 +84,11 @@ struct NATSSettings: Sendable {
             case "server_name":
                 guard !value.isEmpty, !value.contains(where: { $0.isWhitespace }) else { throw MsgError(.config, "nats: parameter server_name is empty or has a space") }
                 serverName = value
-            case "token_file": token = try Self.firstLine(of: value, what: name)
+            case "token_file": token = try SystemCalls.readSecretLine(value, what: "nats: \(name)")
             case "user":
                 guard !value.isEmpty else { throw MsgError(.config, "nats: parameter user is empty") }
                 user = value
-            case "password_file": password = try Self.firstLine(of: value, what: name)
+            case "password_file": password = try SystemCalls.readSecretLine(value, what: "nats: \(name)")
             case "creds":
                 _ = try SystemCalls.readPrivateFile(value, what: "nats: creds")
                 credsFile = value
@@ -126,14 +126,6 @@ struct NATSSettings: Sendable {
             return MsgError(.config, "nats: unknown parameter '\(name)' (did you mean \(near)=?); nothing was sent")
         }
         return MsgError(.config, "nats: unknown parameter '\(name)'; it takes \(names.joined(separator: ", ")); nothing was sent")
-    }
-
-    /// The first line of a file only its owner may read (a secret).
-    private static func firstLine(of path: String, what: String) throws(MsgError) -> String {
-        let bytes = try SystemCalls.readPrivateFile(path, what: "nats: \(what)")
-        let line = String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }, as: UTF8.self)
-        guard !line.isEmpty else { throw MsgError(.config, "nats: \(what) \(path) is empty") }
-        return line
     }
 
     private static func readable(_ path: String, what: String) throws(MsgError) -> String {

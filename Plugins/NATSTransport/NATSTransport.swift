@@ -28,7 +28,7 @@ public final class NATSTransport: Transport, DeliveryReceipts {
     /// before the next is published; above, all of `records` (at most one a
     /// destination, the host sees to it) in flight at once.
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
-        SignalPipe.blocked {
+        PipeSignalBlock.around {
             guard settings.concurrency > 1 else {
                 return records.flatMap { publishTogether(CollectionOfOne($0), deadline: deadline) }
             }

@@ -223,29 +223,3 @@ public struct ProcessPool: Sendable {
         return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000
     }
 }
-
-/// SIGPIPE blocked on this thread while commands are fed, so a command that does
-/// not read its input makes `write` fail with EPIPE instead of ending msg; a
-/// SIGPIPE raised meanwhile is taken off the thread before the mask is put back.
-private struct PipeSignalBlock {
-    private var previous = sigset_t()
-    private var set = sigset_t()
-
-    init() {
-        sigemptyset(&set)
-        sigaddset(&set, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &set, &previous)
-    }
-
-    func end() {
-        var set = self.set
-        var previous = self.previous
-        var pending = sigset_t()
-        sigpending(&pending)
-        if sigismember(&pending, SIGPIPE) == 1 && sigismember(&previous, SIGPIPE) == 0 {
-            var zero = timespec(tv_sec: 0, tv_nsec: 0)
-            _ = sigtimedwait(&set, nil, &zero)
-        }
-        pthread_sigmask(SIG_SETMASK, &previous, nil)
-    }
-}

@@ -6,6 +6,16 @@ import MsgKit
 /// File-system helpers for places another user might plant a link, and for
 /// setting damaged files aside.
 extension SystemCalls {
+    /// The first line of `path`, a secret only its owner may read (a token, a
+    /// password), spaces around it taken off. - Throws: `config` naming `what` and
+    /// the file: others may read it, it cannot be read, or the line is empty.
+    public static func readSecretLine(_ path: String, what: String) throws(MsgError) -> String {
+        let bytes = try readPrivateFile(path, what: what)
+        let line = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self).trimmingSpaces()
+        guard !line.isEmpty else { throw MsgError(.config, "\(what) \(path) is empty") }
+        return line
+    }
+
     /// The bytes of a secret file (a token, a password file, a signing key): one that
     /// only its owner may read, as ssh and libpq require.
     /// - Throws: `config` naming the file (`what` says what it is for) when it cannot

@@ -57,7 +57,7 @@ public struct TCPAddress: Sendable {
                 guard !value.isEmpty else { throw MsgError(.config, "'\(url.text)': token must not be empty") }
                 token = value
             case "token_file":
-                token = try Self.readToken(value)
+                token = try SystemCalls.readSecretLine(value, what: "token file")
             case "window" where !listening:
                 guard let n = Int(value), (1...4096).contains(n) else {
                     throw MsgError(.config, "'\(url.text)': window=\(value) is not a number from 1 to 4096")
@@ -78,15 +78,6 @@ public struct TCPAddress: Sendable {
                 throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known.joined(separator: ", "))")
             }
         }
-    }
-
-    /// The first line of `path`, which must be readable by its owner only.
-    /// - Throws: `config` naming the file and what is wrong with it.
-    static func readToken(_ path: String) throws(MsgError) -> String {
-        let bytes = try SystemCalls.readPrivateFile(path, what: "token file")
-        let line = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self).trimmingSpaces()
-        guard !line.isEmpty else { throw MsgError(.config, "token file \(path) is empty") }
-        return line
     }
 
     /// Whether only this host can reach the address (a loopback address or name).
