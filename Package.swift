@@ -52,8 +52,8 @@ let package = Package(
         .systemLibrary(name: "CReadline", providers: [.apt(["libreadline-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .testTarget(name: "MsgKitTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
-        .testTarget(name: "PluginTests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "PluginTests", dependencies: ["MsgEngine", kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
         .testTarget(name: "MsgEngineTests", dependencies: ["MsgEngine", kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
-        .testTarget(name: "CLITests", dependencies: [kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
+        .testTarget(name: "CLITests", dependencies: ["MsgEngine", kit, support, .product(name: "MsgKitTesting", package: "MsgKitTesting")]),
     ]
 )

@@ -25,7 +25,7 @@ import MsgSupport
 ///   process wrote: it is for small queues. It keeps at most ``defaultMaxRecords``
 ///   records (`?max_records=N` changes that, up to ``maxRecordsLimit``) and refuses
 ///   to store more, saying to move to `sqlite:`; it still reads a larger file.
-public final class JSONFileStore: Store {
+public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     /// The most records a JSON store keeps unless told otherwise.
     public static let defaultMaxRecords = 100_000
     /// The most `max_records` may say.
@@ -82,6 +82,8 @@ public final class JSONFileStore: Store {
     }
 
     // MARK: Store
+
+    public var capabilities: StoreCapabilities { StoreCapabilities(watching: self, damagedFiles: self) }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
@@ -157,7 +159,7 @@ public final class JSONFileStore: Store {
     }
 
     /// The file's identity, size and change time: any write (this handle's too) changes it.
-    public func changeToken() throws(MsgError) -> UInt64? {
+    public func changeToken() throws(MsgError) -> UInt64 {
         var st = stat()
         guard stat(path, &st) == 0 else { return 0 }
         var h = UInt64(st.st_ino) &* 0x9E37_79B9_7F4A_7C15

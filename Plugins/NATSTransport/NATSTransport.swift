@@ -18,6 +18,8 @@ public final class NATSTransport: Transport, DeliveryReceipts {
 
     public var parallelism: Int { settings.concurrency }
 
+    public var receipts: (any DeliveryReceipts)? { self }
+
     /// Reads the URL; connects on the first delivery. - Throws: `config`.
     public init(url: PluginURL) throws(MsgError) {
         settings = try NATSSettings(url)

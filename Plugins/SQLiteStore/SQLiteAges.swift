@@ -106,7 +106,7 @@ enum SQLiteAges {
     }
 }
 
-extension SQLiteStore: CreationCounts {
+extension SQLiteStore: StoreCounting {
     public func created(after times: [Timestamp]) throws(MsgError) -> [String: [Int]]? {
         try guarded { () throws(MsgError) -> [String: [Int]]? in
             // The tally and the minutes in one snapshot; nil with the tally when it is

@@ -86,7 +86,7 @@ enum SQLiteFloors {
     }
 }
 
-extension SQLiteStore: ScanHints {
+extension SQLiteStore: ChangeFloors {
     public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
         try guarded { () throws(MsgError) in try SQLiteFloors.read(since: mark, db) }
     }

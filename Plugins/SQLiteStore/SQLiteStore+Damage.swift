@@ -7,7 +7,7 @@ import MsgSupport
 /// A damaged store: checked before the first write when a reader found it damaged,
 /// set aside by a command that writes (what still reads carried into a new store,
 /// ``Salvage``), reported beside it by one that only reads.
-extension SQLiteStore {
+extension SQLiteStore: DamagedFiles {
     /// The file a command that only reads leaves beside a store it found damaged
     /// (`PATH.damaged`, saying when and how): it may not set the store aside, but
     /// the next command that writes must not write into it unchecked.

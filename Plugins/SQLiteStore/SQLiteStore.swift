@@ -12,7 +12,7 @@ import MsgSupport
 /// under a lock on the directory, so two processes that found one file damaged never
 /// move the new store the first one left in its place. A file that is not a msg
 /// store is never moved or changed.
-public final class SQLiteStore: Store {
+public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     let db: SQLiteDatabase
     let path: String
 
@@ -48,6 +48,10 @@ public final class SQLiteStore: Store {
     }
 
     // MARK: Store
+
+    public var capabilities: StoreCapabilities {
+        StoreCapabilities(counting: self, watching: self, floors: self, ledger: self, textListing: self, dueIndex: self, damagedFiles: self)
+    }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
@@ -217,7 +221,7 @@ public final class SQLiteStore: Store {
     }
 
     /// `PRAGMA data_version`: changes when another connection commits.
-    public func changeToken() throws(MsgError) -> UInt64? {
+    public func changeToken() throws(MsgError) -> UInt64 {
         try guarded { () throws(MsgError) in UInt64(bitPattern: try db.integer("PRAGMA data_version")) }
     }
 

@@ -116,7 +116,7 @@ struct LedgerVerifyCommand: SessionCommand {
 /// The store, as one that keeps a ledger.
 func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
     let store = try session.store(.read)
-    guard let ledger = store as? any LedgerStore else {
+    guard let ledger = store.capabilities.ledger else {
         throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: and postgres: stores do)")
     }
     return ledger

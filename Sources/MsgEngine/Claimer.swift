@@ -53,7 +53,7 @@ final class Claimer {
     init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil,
          scan: ClaimScan = ClaimScan()) {
         self.store = store
-        floors = store as? any ChangeFloors
+        floors = store.capabilities.floors
         self.scan = scan
         self.outage = outage
         outagesSeen = outage?.ended ?? 0

@@ -10,6 +10,8 @@ final class CountingSink: Transport, @unchecked Sendable {
 
     init(_ sink: any Transport) { self.sink = sink }
 
+    var receipts: (any DeliveryReceipts)? { sink.receipts }
+
     var parallelism: Int { sink.parallelism }
 
     func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {

@@ -64,7 +64,7 @@ final class DestinationPlanner: ClaimPlanner {
     func begin(_ session: any ClaimSession) throws(MsgError) {
         self.session = session
         // With every message its own destination there is no order to keep.
-        locks = rules.key == .id ? nil : session as? any DestinationLocks
+        locks = rules.key == .id ? nil : session.locks
         hasStates = !lessons.isEmpty
         if !hasStates { hasStates = try session.hasStates() }
         // Records in flight elsewhere hold their destinations (one at a time, in

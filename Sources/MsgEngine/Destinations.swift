@@ -108,7 +108,7 @@ public struct Destinations {
             // Where processes claim at once, the key is held first, so no claim of it
             // writes its state over this change (what is in flight is not needed: read
             // as for a recipient, the cheapest).
-            if let locks = session as? any DestinationLocks { _ = try locks.reserve([key], wait: true, keysAreRecipients: true) }
+            if let locks = session.locks { _ = try locks.reserve([key], wait: true, keysAreRecipients: true) }
             var s = try session.states([key])[key].map { DestinationState(text: $0) } ?? DestinationState()
             body(&s)
             _ = try session.store([], states: [key: s.isEmpty ? nil : s.text])

@@ -200,7 +200,7 @@ final class SerializedTransport: @unchecked Sendable {
 
     init(_ transport: any Transport) {
         self.transport = transport
-        receipts = transport as? any DeliveryReceipts
+        receipts = transport.receipts
         parallelism = max(1, transport.parallelism)
     }
 

@@ -10,11 +10,10 @@ final class EmptyStore: Store {
     func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { throw Self.refused() }
     func get(_ id: String) throws(MsgError) -> EncodedMessage? { nil }
     func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) {}
-    func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {}
+    var capabilities: StoreCapabilities { StoreCapabilities() }
     func count(_ query: Query) throws(MsgError) -> Int { 0 }
     func update(_ changes: [Change]) throws(MsgError) -> [Bool] { throw Self.refused() }
     func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { throw Self.refused() }
     func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R { throw Self.refused() }
     func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { [:] }
-    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? { nil }
 }

@@ -42,7 +42,7 @@ public struct Exporter {
             var none: [String]?
             return try export(progress, ids: &none)
         }
-        guard let ledger = store as? any LedgerStore else {
+        guard let ledger = store.capabilities.ledger else {
             throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite: and postgres: stores do)")
         }
         // The records and the ledger they are proven in, read in one snapshot.

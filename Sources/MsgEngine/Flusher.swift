@@ -124,7 +124,7 @@ public final class Flusher {
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         let started = clock()
         let hintKind = ScanHint.kind(options)
-        if scan.isFresh, let hintKind, let hints = store as? any ScanHints {
+        if scan.isFresh, let hintKind, let hints = store.capabilities.floors {
             try outage.retrying("reading where the last run stopped") { () throws(MsgError) in
                 if let text = try hints.scanHint(hintKind) { _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints) }
             }
@@ -220,7 +220,7 @@ public final class Flusher {
         if let outputError { throw outputError }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let hintKind, let hints = store as? any ScanHints, scan.freed.isEmpty,
+        if options.leavesScanHint, let hintKind, let hints = store.capabilities.floors, scan.freed.isEmpty,
            summary.misconfigured == nil, summary.stopped == nil {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
             // and is no reason to fail a run whose every outcome is stored.
@@ -238,7 +238,7 @@ public final class Flusher {
     /// last look: the scan accounts for every commit up to it, and the commits after
     /// it, this run's own outcomes included (a `retry --now` leaves failed messages
     /// behind its scan, for the next run), are the next run's floor.
-    private func leaveHint(_ kind: String, _ hints: any ScanHints) throws(MsgError) {
+    private func leaveHint(_ kind: String, _ hints: any ChangeFloors) throws(MsgError) {
         guard let mark = scan.floorMark else { return }
         try hints.saveScanHint(kind, ScanHint.text(scan, mark: mark))
     }

@@ -50,7 +50,7 @@ public struct ListenService {
         let bound = try listener.start()
         reporter.say("listening on \(bound), delivering into \(into)")
         let server = try metrics.map { (address) throws(MsgError) in
-            try MetricsServer(address: address, render: Self.render(counted, listener as? ListenerStatistics), reporter: reporter)
+            try MetricsServer(address: address, render: Self.render(counted, listener.connectionCounts), reporter: reporter)
         }
         defer { server?.stop() }
         var received = signals.wait()
@@ -65,7 +65,7 @@ public struct ListenService {
 
     /// SIGHUP: the listener reads its files again, or keeps what it has and says why.
     private func reload(_ listener: any Listener) {
-        guard let reloading = listener as? any ListenerReloading else {
+        guard let reloading = listener.reloading else {
             reporter.say("SIGHUP: this listener has no files to read again")
             return
         }

@@ -31,10 +31,12 @@ public final class RoutingTransport: Transport, DeliveryReceipts {
     /// The transports that keep receipts.
     private let keepers: [any DeliveryReceipts]
 
+    public var receipts: (any DeliveryReceipts)? { keepers.isEmpty ? nil : self }
+
     public init(routes: [Route], fallback: any Transport) {
         self.routes = routes
         self.fallback = fallback
-        keepers = ([fallback] + routes.map(\.transport)).compactMap { $0 as? any DeliveryReceipts }
+        keepers = ([fallback] + routes.map(\.transport)).compactMap(\.receipts)
     }
 
     /// The index of the route `to` takes; nil: the default.

@@ -1,7 +1,7 @@
 import MsgKit
 
 /// Where a one-shot run's scan stopped and what it held, left in the store for the
-/// next process (``ScanHints``): `msg flush` from cron during an outage then starts
+/// next process (``ChangeFloors/saveScanHint(_:_:)``): `msg flush` from cron during an outage then starts
 /// where the last one stopped instead of walking past every message that waits for
 /// suspended or broken destinations (150 ms a run with a million of them).
 ///

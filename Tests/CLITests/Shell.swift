@@ -1,4 +1,5 @@
 import Foundation
+import MsgEngine
 import MsgKit
 import MsgKitTesting
 

@@ -30,24 +30,20 @@ class StartNotingStore: Store {
         try inner.claimSession { (session) throws(MsgError) -> R in try body(StartNotingSession(session, starts)) }
     }
     func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
-    func changeToken() throws(MsgError) -> UInt64? { try inner.changeToken() }
-    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? { try inner.nextDue(statuses, after: now) }
-    func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? { try inner.counts(now: now, excluding: excluded) }
+    /// The inner store's, but for where commits changed the queue.
+    var capabilities: StoreCapabilities {
+        var c = inner.capabilities
+        c.floors = nil
+        return c
+    }
 
     /// Where the claims since the last call started.
     func takeStarts() -> [ClaimPosition?] { starts.list.withLock { s in defer { s = [] }; return s } }
 }
 
-final class FloorNotingStore: StartNotingStore, ScanHints {
-    private var hints: any ScanHints {
-        get throws(MsgError) {
-            guard let hints = inner as? any ScanHints else { throw MsgError(.storeIO, "the inner store says no floors") }
-            return hints
-        }
-    }
-    func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor { try hints.changeFloor(since: mark) }
-    func scanHint(_ kind: String) throws(MsgError) -> String? { try hints.scanHint(kind) }
-    func saveScanHint(_ kind: String, _ hint: String) throws(MsgError) { try hints.saveScanHint(kind, hint) }
+final class FloorNotingStore: StartNotingStore {
+    /// The inner store's, floors too.
+    override var capabilities: StoreCapabilities { inner.capabilities }
 }
 
 final class StartNotingSession: ClaimSession {

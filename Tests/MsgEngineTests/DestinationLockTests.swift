@@ -45,8 +45,10 @@ final class LockingStore: Store {
     func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
     func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
     func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
-    func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
-        try inner.listJSON(query, includeHistory: includeHistory, body)
+    /// The inner store's counts, listings and due index; no floors, watching or ledger.
+    var capabilities: StoreCapabilities {
+        let c = inner.capabilities
+        return StoreCapabilities(counting: c.counting, textListing: c.textListing, dueIndex: c.dueIndex)
     }
     func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
     func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
@@ -55,12 +57,11 @@ final class LockingStore: Store {
         try inner.claimSession { (session) throws(MsgError) -> R in try body(LockingSession(session, self)) }
     }
     func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
-    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? { try inner.nextDue(statuses, after: now) }
-    func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? { try inner.counts(now: now, excluding: excluded) }
 }
 
 /// The inner store's session, with the made-up locks of ``LockingStore``.
-final class LockingSession: DestinationLocks {
+final class LockingSession: ClaimSession, DestinationLocks {
+    var locks: (any DestinationLocks)? { self }
     let inner: any ClaimSession
     let store: LockingStore
     var held = 0

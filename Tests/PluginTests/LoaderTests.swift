@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MsgEngine
 import MsgKit
 import MsgSupport
 import MsgKitTesting

@@ -208,14 +208,15 @@ import Testing
     @Test func aMarkOlderThanTheFloorsKeptGetsAll() throws {
         let dir = temporaryDirectory()
         let path = "\(dir)/q.sqlite"
-        let store = try #require(try loader.openStore("sqlite:\(path)") as? any ChangeFloors)
-        _ = try store.add([Fixtures.message(1)])
+        let opened = try loader.openStore("sqlite:\(path)")
+        let store = try #require(opened.capabilities.floors)
+        _ = try opened.add([Fixtures.message(1)])
         let old = try store.changeFloor(since: nil).mark
         #expect(old == 1)
         // 8,190 commits' rows, as if made by other processes, then one more commit (8,192): the prune.
         #expect(try TestProcess.sh("sqlite3 '\(path)' 'WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 8191) INSERT INTO claim_floors (seq, created_at) SELECT i, 9000000000000 FROM n'").status == 0)
         #expect(try store.changeFloor(since: old).floor == .from(ClaimPosition(createdAt: Timestamp(milliseconds: 9_000_000_000_000), id: "")), "all kept so far")
-        _ = try store.add([Fixtures.message(2, createdOffset: 5)])
+        _ = try opened.add([Fixtures.message(2, createdOffset: 5)])
         let now = try store.changeFloor(since: old)
         #expect(now.mark == 8192)
         #expect(now.floor == .all, "the rows after the mark were forgotten")

@@ -1,5 +1,5 @@
 /// A store that says where in FIFO order the commits since a mark changed the
-/// queue (ABI 7.3), so a claim scan kept from run to run (`flush --watch`) goes back
+/// queue (``StoreCapabilities/floors``), so a claim scan kept from run to run (`flush --watch`) goes back
 /// only that far when another process commits, instead of to the first message: a
 /// million waiting behind suspended destinations are then walked once, not once a
 /// change.
@@ -18,10 +18,20 @@
 /// 3. **Forgetting is safe.** A store may forget old commits; asked about a mark
 ///    older than what it kept, it answers ``Floor/all``.
 /// 4. **Own commits too.** The commits of this handle count like any other's.
-public protocol ChangeFloors: Store {
+/// 5. **Hints are not changes.** ``saveScanHint(_:_:)`` keeps, for the next process,
+///    where a claim scan stopped and what it held (a `flush` run from cron every
+///    minute during an outage then starts where the last one stopped). Saving one
+///    writes no floor and changes no record or state; the last one saved for a
+///    `kind` wins; a hint may be lost (the host then walks the queue from the start).
+///    Its text and its validity are the host's.
+public protocol ChangeFloors: AnyObject {
     /// The store's mark now and, when `mark` is given, how far back the commits
     /// after it wrote (requirement 1). - Throws: `storeIO`, `corrupt`.
     func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor
+    /// The hint last saved for `kind`, or nil. - Throws: `storeIO`, `corrupt`.
+    func scanHint(_ kind: String) throws(MsgError) -> String?
+    /// Saves `hint` for `kind`, replacing the one there. - Throws: `storeIO`, `corrupt`.
+    func saveScanHint(_ kind: String, _ hint: String) throws(MsgError)
 }
 
 /// What ``ChangeFloors/changeFloor(since:)`` answers.
@@ -45,23 +55,4 @@ public struct ChangeFloor: Sendable, Equatable {
         self.mark = mark
         self.floor = floor
     }
-}
-
-/// A store that keeps, for the next process, where a claim scan stopped and what it
-/// held (ABI 7.3): a `flush` run from cron every minute during an outage then
-/// starts where the last one stopped instead of walking past every message the
-/// suspended or broken destinations keep waiting. The hint is the host's text; its
-/// validity is the host's to check, against ``ChangeFloors`` and the clock.
-///
-/// ## Implementation requirements
-/// 1. **Not a change of the queue.** Saving a hint writes no floor and changes no
-///    record or state.
-/// 2. **Last one wins.** One hint per `kind`; saving replaces it.
-/// 3. **Only a shortcut.** A hint may be lost (a store may keep none across a
-///    repair); the host then walks the queue as it would without one.
-public protocol ScanHints: ChangeFloors {
-    /// The hint last saved for `kind`, or nil. - Throws: `storeIO`, `corrupt`.
-    func scanHint(_ kind: String) throws(MsgError) -> String?
-    /// Saves `hint` for `kind`, replacing the one there. - Throws: `storeIO`, `corrupt`.
-    func saveScanHint(_ kind: String, _ hint: String) throws(MsgError)
 }

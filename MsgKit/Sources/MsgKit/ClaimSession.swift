@@ -1,6 +1,6 @@
 /// One claim's atomic step in a store (``Store/claimSession(_:)``): no other
 /// process changes the queue between the first read and the commit (or, for a
-/// session that is also ``DestinationLocks``, the destinations it holds), and what
+/// session with ``locks``, the destinations it holds), and what
 /// is stored through ``store(_:states:)`` is committed together when the step ends.
 ///
 /// A store implements these reads and one write; the claim itself, the same for
@@ -24,7 +24,13 @@
 /// 6. **Compare-and-set.** ``store(_:states:)`` applies each change only if the
 ///    stored status still equals its `expected`, and writes the states, all in the
 ///    session's one commit.
+/// 7. **Locks.** ``locks`` is the session's ``DestinationLocks`` when several
+///    processes claim at once on destinations they hold (PostgreSQL), or nil when a
+///    session is one claim at a time on the whole store (the default).
 public protocol ClaimSession: AnyObject {
+    /// This session's destination locks, or nil (requirement 7).
+    var locks: (any DestinationLocks)? { get }
+
     /// The records in flight, or nil when none can have changed since this handle's
     /// last claim (requirement 4).
     /// - Throws: `storeIO`, `corrupt`.
@@ -50,4 +56,8 @@ public protocol ClaimSession: AnyObject {
     /// - Returns: per change, whether it was applied.
     /// - Throws: `storeIO`, `corrupt`.
     func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool]
+}
+
+extension ClaimSession {
+    public var locks: (any DestinationLocks)? { nil }
 }

@@ -1,5 +1,6 @@
-/// A ``ClaimSession`` of a store on which several processes claim at the same time
-/// (PostgreSQL), in place of one claim at a time on the whole store (ABI 7.1).
+/// The locks of a ``ClaimSession`` (``ClaimSession/locks``) on a store on which
+/// several processes claim at the same time (PostgreSQL), in place of one claim at
+/// a time on the whole store.
 ///
 /// A claim takes the destinations it plans for, each until its session commits,
 /// and leaves those another open session holds: workers claim disjoint
@@ -30,7 +31,7 @@
 ///    session that reads candidates without having said so (recover, redrive,
 ///    receipts: claims that take records, not destinations) waits for every other
 ///    such session, as one claim at a time on the whole store.
-public protocol DestinationLocks: ClaimSession {
+public protocol DestinationLocks: AnyObject {
     /// Takes `keys` (in the order a claim met them) for this session until it ends.
     /// - Parameters:
     ///   - wait: wait for a key another session holds instead of answering it busy.

@@ -1,8 +1,9 @@
-/// A store that keeps a ledger (ABI 7.4; msg-ledger(1), docs/DESIGN.md 10): every
+/// A store that keeps a ledger (``StoreCapabilities/ledger``; msg-ledger(1), docs/DESIGN.md 10): every
 /// message as it was stored and every change of it is a leaf of an append-only
 /// log, written in the commit that makes the change, in the order the store
 /// commits. `msg ledger` reads it through these calls and checks it against the
-/// records; the leaves' bytes are MsgSupport's `LedgerLeaf`, which the store writes.
+/// records; the leaves' bytes are ``LedgerLeaf``'s, whose format version is
+/// under the ABI; the store writes them.
 ///
 /// ## Implementation requirements
 /// 1. **With the change.** A change's leaves are written in the transaction that
@@ -14,7 +15,7 @@
 ///    removed one is kept as a list of its leaves.
 /// 4. **One snapshot.** Within ``ledgerRead(_:)`` every call reads the same
 ///    committed state, whatever other processes commit meanwhile.
-public protocol LedgerStore: Store {
+public protocol LedgerStore: AnyObject {
     /// Runs `body` with every read in it from one committed state.
     func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R
     /// How many leaves the log holds.

@@ -21,6 +21,17 @@ public protocol Listener: AnyObject {
 
     /// Stops accepting and closes every connection after the acks in flight; blocks until done.
     func stop()
+
+    /// Its connection counts, or nil when it keeps none (`msg listen --metrics`).
+    var connectionCounts: (any ListenerStatistics)? { get }
+
+    /// What reads its files again on SIGHUP, or nil when it has none to read.
+    var reloading: (any ListenerReloading)? { get }
+}
+
+extension Listener {
+    public var connectionCounts: (any ListenerStatistics)? { nil }
+    public var reloading: (any ListenerReloading)? { nil }
 }
 
 /// What a listener needs from the host besides its own URL.
@@ -53,8 +64,8 @@ public struct ListenerContext {
     }
 }
 
-/// What a listener can tell about its connections (plugin ABI 6.1, an addition):
-/// `msg listen --metrics` serves them when the listener conforms.
+/// What a listener can tell about its connections (``Listener/connectionCounts``):
+/// `msg listen --metrics` serves them.
 public protocol ListenerStatistics: AnyObject {
     /// The counts now; safe to call from any thread.
     func statistics() -> ListenerCounts
@@ -76,7 +87,7 @@ public struct ListenerCounts: Sendable, Equatable {
     }
 }
 
-/// A listener that can read its files again while it runs (ABI 7.2, an addition):
+/// What reads a listener's files again while it runs (``Listener/reloading``):
 /// `msg listen` calls ``reload()`` on SIGHUP, so a certificate rotated on disk
 /// (certbot and the like) is taken up without dropping a connection.
 public protocol ListenerReloading: AnyObject {

@@ -35,16 +35,22 @@ public final class PluginRegistrar {
     /// records counted by creation time (``CreationCounts``); 7.2 listeners that
     /// read their files again on SIGHUP (``ListenerReloading``); 7.3 where commits
     /// changed the queue (``ChangeFloors``, ``ScanHints``); 7.4 the ledger
-    /// (``LedgerStore``).
+    /// (``LedgerStore``); 7.5 transports' receipts (``DeliveryReceipts``).
+    /// 8.0: a core ``Store`` of ten requirements, what is optional declared in one
+    /// ``StoreCapabilities`` value (no casts: ``ClaimSession/locks``,
+    /// ``Transport/receipts`` and ``Listener/connectionCounts`` and
+    /// ``Listener/reloading`` likewise); ``LedgerLeaf`` with its format version
+    /// and ``Digest`` under the ABI; the host's own types (the plugin loader, UUIDv7
+    /// ids, destination keys) out of MsgKit.
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
-    public static let abiMajor: UInt32 = 7
+    public static let abiMajor: UInt32 = 8
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 5
+    public static let abiMinor: UInt32 = 0
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 7 << 16 | 5 }
+    @inlinable public static var compiledABIVersion: UInt32 { 8 << 16 | 0 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.

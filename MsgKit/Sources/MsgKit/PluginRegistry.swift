@@ -51,7 +51,7 @@ public final class PluginRegistry: Sendable {
     private let loading = Mutex(())
 
     /// Runs `body` while no other thread is loading a plugin.
-    func whileLoading<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+    public func whileLoading<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         try loading.withLock { (_) throws(MsgError) -> R in try body() }
     }
 
@@ -87,8 +87,20 @@ public final class PluginRegistry: Sendable {
     }
 
     /// Records that the file at `path` has been loaded; false when it already was.
-    func markLoaded(_ path: String) -> Bool {
+    public func markLoaded(_ path: String) -> Bool {
         state.withLock { $0.loadedPaths.insert(path).inserted }
+    }
+
+    /// Hands a registrar for the plugin at `path` to its `msg_plugin_register`
+    /// (`register`, found by the host's loader) and keeps what it registers.
+    /// - Returns: 0, or the plugin's own ABI version when it cannot be loaded here.
+    public func register(pluginAt path: String, _ register: (UInt32, UnsafeMutableRawPointer) -> Int32) -> Int32 {
+        let registrar = PluginRegistrar(path: path)
+        let status = withExtendedLifetime(registrar) {
+            register(PluginRegistrar.abiVersion, Unmanaged.passUnretained(registrar).toOpaque())
+        }
+        if status == 0 { for entry in registrar.registered { add(entry) } }
+        return status
     }
 
     /// Registers a factory directly (a plugin built into a test, say).

@@ -2,8 +2,7 @@
 @preconcurrency import Glibc
 #endif
 
-/// The few POSIX calls MsgKit itself makes (the output buffer, the NDJSON reader,
-/// the plugin loader). The toolbox of wrappers host and plugins share is
+/// The few POSIX calls MsgKit itself makes (the output buffer, the NDJSON reader). The toolbox of wrappers host and plugins share is
 /// MsgSupport's `SystemCalls`, outside the plugin contract; this stays internal so
 /// it is not part of the ABI.
 enum Posix {

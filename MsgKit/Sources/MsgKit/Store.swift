@@ -6,34 +6,35 @@
 /// ## Implementation requirements
 /// 1. **Durable before returning.** ``add(_:)``, ``update(_:)``, ``remove(_:)`` and
 ///    ``claimSession(_:)`` return only after their changes are on stable storage
-///    (fsync or an equivalent commit). The host acknowledges records to users right
-///    after, so a store that returns early loses acknowledged messages in a crash.
-/// 2. **One commit per call.** Every call is atomic: after a crash either all of its
-///    changes are there or none. This is how the host batches (group commit).
-/// 3. **Compare-and-set.** ``update(_:)`` applies a change only if the stored status
+///    (fsync or an equivalent commit), each call in one atomic commit: after a crash
+///    either all of its changes are there or none. The host acknowledges records to
+///    users right after, and batches through it (group commit).
+/// 2. **Compare-and-set.** ``update(_:)`` applies a change only if the stored status
 ///    still equals ``Change/expected``; a ``claimSession(_:)`` selects and changes in
 ///    one atomic step. Two processes can then never both move one message on.
-/// 4. **Several processes.** Two processes may open the same store at once; each
-///    call must see the other's committed changes.
-/// 5. **FIFO.** Listing order is `created_at`, then `id`.
-/// 6. **Errors** are ``MsgError``: `storeIO` (74) for I/O, `corrupt` (74) for a damaged
-///    file, never a crash or a silently emptied queue.
-/// 7. **Files** a store creates are readable by their owner only (0600).
-/// 8. **Access.** Opened for ``StoreAccess/read``, a store creates, migrates, repairs
+/// 3. **Several processes.** Two processes may open the same store at once; each
+///    call sees the other's committed changes.
+/// 4. **FIFO.** Listing order is `created_at`, then `id`.
+/// 5. **Errors** are ``MsgError``: `storeIO` (74) for I/O, `corrupt` (74) for a damaged
+///    file, never a crash or a silently emptied queue. Files a store creates are
+///    readable by their owner only (0600).
+/// 6. **Access.** Opened for ``StoreAccess/read``, a store creates, migrates, repairs
 ///    and moves nothing, and a missing store is an error (`storeIO`) saying it does
-///    not exist. Opened for ``StoreAccess/write``, it creates what is missing.
-/// 9. **A damaged file is set aside, never emptied**, and only when it is the file
-///    found damaged and is the store's own (not a file the user pointed msg at by
-///    mistake); ``setAside()`` names such files while they remain.
-/// 10. **A damaged record is not a damaged store.** Stored text that no longer reads
+///    not exist. Opened for ``StoreAccess/write``, it creates what is missing. A
+///    damaged file is set aside, never emptied, and only when it is the store's own.
+/// 7. **A damaged record is not a damaged store.** Stored text that no longer reads
 ///    as a record (``EncodedMessage/init(stored:historyOffset:)`` throws) is given by
 ///    ``get(_:)``, ``list(_:_:)`` and a claim's candidates as
 ///    ``EncodedMessage/damaged(id:to:createdAt:text:error:now:)``; a claim stores it
 ///    so, in the same commit (``ClaimLoop``). Every other record keeps flowing.
-/// 11. **One claim.** ``claimSession(_:)`` gives the reads and the write a claim
-///    needs (``ClaimSession``, with its own requirements); the claim itself is
-///    ``ClaimLoop``, the same for every store.
+/// 8. **Capabilities at open.** What a store does beyond these calls it declares in
+///    ``capabilities``, the same value for the life of the handle; the host asks
+///    nothing else of it (no casts) and does without what is not there.
 public protocol Store: AnyObject {
+    /// What this store does beyond the core calls (requirement 8): the host reads it
+    /// once, when it opens the store.
+    var capabilities: StoreCapabilities { get }
+
     /// Stores the records whose id is not stored yet, in one durable commit. A store
     /// that keeps JSON text should keep `json` as it is: it is the canonical text.
     /// - Returns: one result per record, in order: the record now stored under its
@@ -48,15 +49,6 @@ public protocol Store: AnyObject {
     /// it returns false.
     /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
     func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError)
-
-    /// Calls `body` with the JSON text of each record matching `query` in FIFO order,
-    /// exactly as ``Message/write(to:includeHistory:)`` would write it, until it returns
-    /// false. Listings use it so a store that keeps JSON text can skip decoding; such a
-    /// store gives its text as it is only when it has the shape msg writes, and else
-    /// decodes it (a damaged record goes as ``EncodedMessage/damaged(id:to:createdAt:text:error:now:)``).
-    /// The default implementation gives the text of what ``list(_:_:)`` gives.
-    /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
-    func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError)
 
     /// The number of records matching `query` (its limit applies). - Throws: `storeIO`, `corrupt`.
     func count(_ query: Query) throws(MsgError) -> Int
@@ -74,9 +66,10 @@ public protocol Store: AnyObject {
     func remove(_ removals: [Removal]) throws(MsgError) -> [Bool]
 
     /// Runs `body` as one atomic step that no other process interleaves with (or,
-    /// where the session conforms to ``DestinationLocks``, none on the destinations it
+    /// where the session has ``ClaimSession/locks``, none on the destinations it
     /// holds): what it stores through the session is committed, durably, when it
-    /// returns, and nothing when it throws.
+    /// returns, and nothing when it throws. The claim itself is ``ClaimLoop``, the
+    /// same for every store.
     /// - Throws: `storeIO`, `corrupt`, or what `body` throws.
     func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R
 
@@ -85,71 +78,20 @@ public protocol Store: AnyObject {
     /// - Throws: `storeIO`, `corrupt`.
     func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String]
 
-    /// A number that changes when another process commits a change to the queue, read
-    /// without touching the records (`flush --watch` looks every few milliseconds);
-    /// nil when the store cannot tell cheaply. The default is nil.
-    /// - Throws: `storeIO`, `corrupt`.
-    func changeToken() throws(MsgError) -> UInt64?
-
-    /// The earliest time after `now` at which a record with one of `statuses`
-    /// becomes due (its `not_before` or `next_attempt_at`), or nil. The default
-    /// reads every such record; a store with an index answers from it.
-    /// - Throws: `storeIO`, `corrupt`.
-    func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp?
-
-    /// The damaged files this store (or an earlier run) set aside that are still beside
-    /// it, oldest first. While there are any, the queue started afresh without the
-    /// messages they hold: the host says so on every command. The default is none.
-    func setAside() -> [String]
-
     /// Lines for the user since the last call, one fact each, such as a torn last
     /// line of a file that was cut off and kept aside: the host says them on
     /// standard error (after opening the store and after each claim). The default
     /// is none.
     func takeNotices() -> [String]
-
-    /// The figures the store keeps with every change (``Tally``), with the records
-    /// queued or failed not yet due by recipient and the oldest due one not to a
-    /// recipient in `excluded`, all read without decoding records; nil when the
-    /// store does not count (the host then reads every record). The default is nil.
-    /// A store that counts keeps its ``Tally`` in the same commit as each change.
-    /// - Throws: `storeIO`, `corrupt`.
-    func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts?
 }
 
 extension Store {
-    public func setAside() -> [String] { [] }
-
     public func takeNotices() -> [String] { [] }
-
-    public func changeToken() throws(MsgError) -> UInt64? { nil }
-
-    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? { nil }
-
-    public func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? {
-        var earliest: Timestamp?
-        try list(Query(statuses: statuses)) { (r) throws(MsgError) -> Bool in
-            if let due = r.message.dueAt, due > now, earliest.map({ due < $0 }) ?? true { earliest = due }
-            return true
-        }
-        return earliest
-    }
 
     /// Stores messages, encoding them first. See ``add(_:)-([EncodedMessage])``.
     /// - Throws: `storeIO`, `corrupt`.
     public func add(_ messages: [Message]) throws(MsgError) -> [AddResult] {
         try add(messages.map { EncodedMessage($0) })
-    }
-
-    public func listJSON(_ query: Query, includeHistory: Bool, _ body: (UnsafeBufferPointer<UInt8>) throws(MsgError) -> Bool) throws(MsgError) {
-        var scratch: [UInt8] = []
-        try list(query) { (r) throws(MsgError) -> Bool in
-            if includeHistory { return try r.json.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) } }
-            scratch.removeAll(keepingCapacity: true)
-            scratch.append(contentsOf: r.json[..<r.historyOffset])
-            scratch.append(UInt8(ascii: "}"))
-            return try scratch.withUnsafeBufferPointer { (b) throws(MsgError) in try body(b) }
-        }
     }
 }
 

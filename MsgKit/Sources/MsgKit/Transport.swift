@@ -41,11 +41,17 @@ public protocol Transport: AnyObject {
     /// How many records one call may have in flight at once; 1 when they go one after
     /// another (requirement 8).
     var parallelism: Int { get }
+
+    /// What keeps the destination's receipts, or nil when it keeps none.
+    var receipts: (any DeliveryReceipts)? { get }
 }
 
 extension Transport {
     /// By default records go one after another.
     public var parallelism: Int { 1 }
+
+    /// By default a transport keeps no receipts.
+    public var receipts: (any DeliveryReceipts)? { nil }
 
     /// By default a transport cannot tell what it delivered.
     public func lookup(_ id: String) throws(MsgError) -> Bool? { nil }

@@ -11,7 +11,7 @@ extension StoreConformance {
                                open: (String) throws -> any Store) {
         runner.scenario("a store that says where the queue changed names the lowest position written since a mark") { c in
             let (url, store) = try fresh()
-            guard let floors = store as? any ChangeFloors else { return }
+            guard let floors = store.capabilities.floors else { return }
             let other = try open(url)
             let ms = (0..<6).map { Fixtures.message($0, to: "r\($0 % 2)", createdOffset: Int64($0) * 10) }
             // Positions written so far: a conservative store may name them again.

@@ -2,20 +2,20 @@ import MsgKit
 import MsgSupport
 
 extension StoreConformance {
-    /// A store that keeps a ledger (``LedgerStore``, ABI 7.4): each change's leaves
+    /// A store that keeps a ledger (``StoreCapabilities/ledger``): each change's leaves
     /// are written with it and only with it, numbered in commit order, never changed;
     /// each message lists its own, a removed one keeps them. Skipped for stores that
     /// keep none.
     static func ledgerScenarios(_ runner: inout ScenarioRunner, fresh: () throws -> (String, any Store)) {
         runner.scenario("the ledger holds each change's leaves, as each message lists them") { c in
-            let (_, plain) = try fresh()
-            guard let store = plain as? any LedgerStore else { return }
+            let (_, store) = try fresh()
+            guard let ledger = store.capabilities.ledger else { return }
             /// Every leaf, in order, and each message's list (removed ones by id too).
             func read() throws -> (leaves: [LedgerLeaf], lists: [String: [Int]], removed: [String: [Int]], records: [String: EncodedMessage]) {
-                try store.ledgerRead { () throws(MsgError) in
+                try ledger.ledgerRead { () throws(MsgError) in
                     var leaves: [LedgerLeaf] = []
-                    let size = try store.ledgerSize()
-                    try store.ledgerRuns(from: 0) { (first, bytes) throws(MsgError) -> Bool in
+                    let size = try ledger.ledgerSize()
+                    try ledger.ledgerRuns(from: 0) { (first, bytes) throws(MsgError) -> Bool in
                         c.expectEqual(first, leaves.count, "runs follow one another from leaf 0")
                         var at = 0
                         while at < bytes.count, let (leaf, end) = LedgerLeaf.read(bytes, at: at) {
@@ -27,7 +27,7 @@ extension StoreConformance {
                     }
                     c.expectEqual(leaves.count, size, "the size is the leaves read")
                     var lists: [String: [Int]] = [:], removed: [String: [Int]] = [:], records: [String: EncodedMessage] = [:]
-                    try store.ledgerMessages { (r, id, list) throws(MsgError) -> Bool in
+                    try ledger.ledgerMessages { (r, id, list) throws(MsgError) -> Bool in
                         if let r {
                             lists[id] = list
                             records[id] = r

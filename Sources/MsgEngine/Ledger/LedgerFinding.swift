@@ -21,6 +21,8 @@ public struct LedgerFinding: Sendable, Equatable {
         // The log itself.
         /// A leaf cannot be read, or leaves are missing from the log.
         public static let leafUnreadable = ID(rawValue: "leaf-unreadable")
+        /// A leaf in a format this msg does not know (a store built for a newer msg).
+        public static let leafFormatUnknown = ID(rawValue: "leaf-format-unknown")
         /// A leaf's hash is not the hash of what it says.
         public static let leafChanged = ID(rawValue: "leaf-changed")
         /// A leaf no message names: its message or change was deleted behind msg's back.

@@ -12,6 +12,9 @@ import Synchronization
 /// TLS: finished its handshake and sent a line) within ``helloDeadline``, or with a
 /// token not said its hello, is closed. Refusals are reported (``Refusals``).
 public final class TCPListener: Listener, ListenerStatistics, ListenerReloading {
+    public var connectionCounts: (any ListenerStatistics)? { self }
+    public var reloading: (any ListenerReloading)? { self }
+
     static let maxConnections = 1024
     static let maxPerPeer = 64
     static let helloDeadline = TimeAmount.seconds(5)

@@ -124,7 +124,7 @@ enum PostgresAges {
     }
 }
 
-extension PostgresStore: CreationCounts {
+extension PostgresStore: StoreCounting {
     public func created(after times: [Timestamp]) throws(MsgError) -> [String: [Int]]? {
         try PostgresAges.created(after: times, db, now: .now())
     }

@@ -96,7 +96,7 @@ enum PostgresFloors {
     }
 }
 
-extension PostgresStore: ScanHints {
+extension PostgresStore: ChangeFloors {
     public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
         try PostgresFloors.read(since: mark, db)
     }

@@ -80,7 +80,9 @@ extension PostgresStore {
 }
 
 /// One claim inside the transaction of ``PostgresStore/claimSession(_:)``.
-final class PostgresClaimSession: DestinationLocks {
+final class PostgresClaimSession: ClaimSession, DestinationLocks {
+    var locks: (any DestinationLocks)? { self }
+
     private let store: PostgresStore
     /// Destinations this session holds (``reserve(_:wait:keysAreRecipients:)``).
     private var held = 0

@@ -11,7 +11,7 @@ import PostgresNIO
 /// stores. Claims lock their rows with `FOR UPDATE SKIP LOCKED`, so concurrent
 /// workers take disjoint batches without waiting for each other, and the
 /// compare-and-set on status means a message is never moved on twice.
-public final class PostgresStore: Store {
+public final class PostgresStore: Store, DueIndex {
     let db: BlockingConnection
     let table: String
     private let access: StoreAccess
@@ -41,6 +41,10 @@ public final class PostgresStore: Store {
     }
 
     // MARK: Store
+
+    public var capabilities: StoreCapabilities {
+        StoreCapabilities(counting: self, floors: self, ledger: self, dueIndex: self)
+    }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }

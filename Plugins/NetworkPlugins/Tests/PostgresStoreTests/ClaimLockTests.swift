@@ -23,7 +23,7 @@ import Testing
             let r: Result<Reservation, MsgError>
             do throws(MsgError) {
                 r = .success(try worker.stores[0].claimSession { (s) throws(MsgError) -> Reservation in
-                    guard let locks = s as? any DestinationLocks else { throw MsgError(.storeIO, "no destination locks") }
+                    guard let locks = s.locks else { throw MsgError(.storeIO, "no destination locks") }
                     return try locks.reserve(keys, wait: wait, keysAreRecipients: true)
                 })
             } catch {
@@ -44,7 +44,7 @@ import Testing
         var skipper: Outcome?
         var waiter: Outcome?
         try first.claimSession { (s) throws(MsgError) in
-            guard let locks = s as? any DestinationLocks else { throw MsgError(.storeIO, "no destination locks") }
+            guard let locks = s.locks else { throw MsgError(.storeIO, "no destination locks") }
             let mine = try locks.reserve(["a"], wait: false, keysAreRecipients: true)
             #expect(mine == Reservation(granted: ["a"], busy: [], inFlight: []))
             var x = m
@@ -70,7 +70,7 @@ import Testing
         let store = try TestServer.open(url)
         let keys = (0..<(PostgresClaimSession.mostHeld + 10)).map { "d\($0)" }
         let r = try store.claimSession { (s) throws(MsgError) -> Reservation in
-            guard let locks = s as? any DestinationLocks else { throw MsgError(.storeIO, "no destination locks") }
+            guard let locks = s.locks else { throw MsgError(.storeIO, "no destination locks") }
             return try locks.reserve(keys, wait: false, keysAreRecipients: true)
         }
         #expect(r.granted == Set(keys.prefix(PostgresClaimSession.mostHeld)) && r.busy.isEmpty, "the first ones, in order; the rest neither granted nor busy")

@@ -144,7 +144,7 @@ final class Workers: @unchecked Sendable {
         #expect(try floors.first?.decode(Bool.self) == true, "schema 5's floors")
         // Schema 6's counts by creation minute, filled from the records.
         let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
-        let byAge = try #require(try (migrated as? any CreationCounts)?.created(after: [edge]))
+        let byAge = try #require(try migrated.capabilities.counting?.created(after: [edge]))
         var want: [String: [Int]] = [:]
         for m in records { want[m.status.rawValue, default: [0, 0]][1] += 1 }
         for m in records where m.createdAt > edge { want[m.status.rawValue, default: [0, 0]][0] += 1 }
@@ -206,7 +206,7 @@ final class Workers: @unchecked Sendable {
         #expect(counts.tally[.init(.messages, "fold@x", "queued")] == 1)
         // The counts by creation minute were folded with it, and still agree.
         let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
-        let byAge = try #require(try (store as? any CreationCounts)?.created(after: [edge]))
+        let byAge = try #require(try store.capabilities.counting?.created(after: [edge]))
         #expect(byAge.filter { $0.value != [0, 0] } == ["queued": [m.createdAt > edge ? 1 : 0, 1]], "\(byAge)")
         let minutes = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).created_minutes"), "test")
         #expect(try #require(minutes.first).decode(Int32.self) <= 1, "folded into one minute at most, the empty ones dropped")
@@ -219,7 +219,8 @@ final class Workers: @unchecked Sendable {
     /// below it is told anything may have changed, one at or above it what changed.
     @Test func aMarkBelowWhatWasPrunedGetsAll() throws {
         let url = try TestServer.freshURL()
-        let store = try #require(try TestServer.open(url) as? any ChangeFloors)
+        let opened = try TestServer.open(url)
+        let store = try #require(opened.capabilities.floors)
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
         func integer(_ sql: String) throws -> Int64 {
@@ -228,7 +229,7 @@ final class Workers: @unchecked Sendable {
         // A row of a transaction long gone (id 7), beside one of now.
         try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(schema).claim_floors (xid, created_at) VALUES (7, 1)"), "test")
         let before = try store.changeFloor(since: nil).mark
-        _ = try (store as any Store).add([Fixtures.message(1, to: "a@x")])
+        _ = try opened.add([Fixtures.message(1, to: "a@x")])
         try PostgresFloors.prune(db, keeping: Int(before) - 8)
         #expect(try integer("SELECT count(*) FROM \(schema).claim_floors WHERE xid = 7") == 0, "the old row went")
         #expect(try integer("SELECT count(*) FROM \(schema).claim_floors WHERE xid >= \(before)") == 1, "the new one stays")

@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
+import MsgKit
+import MsgSupport
 
 /// Finds plugin libraries, checks they can be trusted, `dlopen`s them and
 /// opens stores and transports by URL (docs/DESIGN.md 4).
@@ -40,7 +42,7 @@ public struct PluginLoader: Sendable {
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
         let exe = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return Posix.directory(of: exe)
+        return SystemCalls.directory(of: exe)
     }
 
     /// Opens the store named by `url` for `access` (see ``StoreAccess``).
@@ -156,16 +158,12 @@ public struct PluginLoader: Sendable {
         }
         typealias Register = @convention(c) (UInt32, UnsafeMutableRawPointer) -> Int32
         let register = unsafeBitCast(symbol, to: Register.self)
-        let registrar = PluginRegistrar(path: real)
-        let status = withExtendedLifetime(registrar) {
-            register(PluginRegistrar.abiVersion, Unmanaged.passUnretained(registrar).toOpaque())
-        }
+        let status = registry.register(pluginAt: real) { register($0, $1) }
         guard status == 0 else {
             let theirs = UInt32(bitPattern: status)
             let newer = theirs >> 16 == PluginRegistrar.abiMajor && theirs & 0xFFFF > PluginRegistrar.abiMinor
             throw MsgError(.unavailable, "plugin \(path) was built for msg plugin ABI \(PluginRegistrar.describe(abi: theirs)), this msg speaks ABI \(PluginRegistrar.describe(abi: PluginRegistrar.abiVersion)); \(newer ? "upgrade msg" : "rebuild the plugin")")
         }
-        for entry in registrar.registered { registry.add(entry) }
     }
 
     static func realPath(_ path: String) -> String? {
@@ -183,13 +181,13 @@ public enum PluginTrust {
     /// - Throws: `unavailable` with a message saying which and why.
     public static func check(_ path: String) throws(MsgError) {
         try checkOne(path, what: "plugin", plugin: path)
-        try checkOne(Posix.directory(of: path), what: "plugin directory", plugin: path)
+        try checkOne(SystemCalls.directory(of: path), what: "plugin directory", plugin: path)
     }
 
     private static func checkOne(_ path: String, what: String, plugin: String) throws(MsgError) {
         var st = stat()
         guard stat(path, &st) == 0 else {
-            throw Posix.error(.unavailable, "cannot inspect \(what) \(path)")
+            throw SystemCalls.error(.unavailable, "cannot inspect \(what) \(path)")
         }
         let mode = st.st_mode & 0o7777
         if mode & 0o022 != 0 {

@@ -1,3 +1,5 @@
+import MsgKit
+
 /// What makes two messages go to one destination (docs/DESIGN.md 6): they are
 /// delivered in FIFO order, one at a time, and share a throttle and a breaker.
 public enum DestinationKey: Sendable, Equatable, CustomStringConvertible {

@@ -1,0 +1,87 @@
+/// A SHA-256 digest (FIPS 180-4): the hash of a ledger's leaf (``LedgerLeaf``), its
+/// tree and an export's manifest. The hashing itself is MsgSupport's (libcrypto,
+/// opened at first use); this is the value, part of the plugin ABI with the leaf.
+public struct Digest: Sendable, Hashable, Comparable {
+    /// The 32 bytes, big-endian in four words: held inline, as a ledger check
+    /// makes millions of them.
+    private let w0, w1, w2, w3: UInt64
+
+    /// The 32 bytes.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for w in [w0, w1, w2, w3] {
+            for i in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: w >> UInt64(i))) }
+        }
+        return out
+    }
+
+    /// - Precondition: 32 bytes.
+    public init(bytes: some Collection<UInt8>) {
+        precondition(bytes.count == 32, "a SHA-256 digest has 32 bytes")
+        var w: [UInt64] = [0, 0, 0, 0]
+        for (i, b) in bytes.enumerated() { w[i / 8] = w[i / 8] << 8 | UInt64(b) }
+        (w0, w1, w2, w3) = (w[0], w[1], w[2], w[3])
+    }
+
+    /// From 32 bytes at `p`.
+    public init(_ p: UnsafeRawPointer) {
+        func word(_ at: Int) -> UInt64 { UInt64(bigEndian: p.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+        (w0, w1, w2, w3) = (word(0), word(8), word(16), word(24))
+    }
+
+    /// Appends the 32 bytes.
+    public func write(to out: inout [UInt8]) {
+        var words = (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian)
+        withUnsafeBytes(of: &words) { out.append(contentsOf: $0) }
+    }
+
+    /// Lower-case hex.
+    public var hex: String { Hex.encode(bytes) }
+
+    /// From 64 hex digits; nil otherwise.
+    public init?(hex: String) {
+        guard let b = Hex.decode(hex), b.count == 32 else { return nil }
+        self.init(bytes: b)
+    }
+
+    public static func < (a: Digest, b: Digest) -> Bool { (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3) }
+}
+
+/// Lower-case hexadecimal.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Nil for an odd length or a character that is not a hex digit.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let u = Array(text.utf8)
+        guard u.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count / 2)
+        var i = 0
+        while i < u.count {
+            guard let hi = value(u[i]), let lo = value(u[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+}
