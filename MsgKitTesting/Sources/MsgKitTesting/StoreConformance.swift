@@ -45,6 +45,24 @@ public enum StoreConformance {
             c.expectEqual(try writer.count(Query()), 1, "nothing written through read access")
         }
 
+        runner.scenario("capabilities are declared at open, the same for every handle and every read") { c in
+            let (url, store) = try fresh()
+            let names = store.capabilities.names
+            c.expectEqual(store.capabilities.names, names, "read twice")
+            c.expectEqual(try open(url).capabilities.names, names, "another handle")
+            _ = try store.add([Fixtures.message(1)])
+            c.expectEqual(try openAccess(url, .read).capabilities.names, names, "a handle that reads")
+            // What a store declares, it does: a watcher sees another handle's commit.
+            if let watching = store.capabilities.watching {
+                let before = try watching.changeToken()
+                _ = try open(url).add([Fixtures.message(2)])
+                c.expect(try watching.changeToken() != before, "the change token moved with another handle's commit")
+            }
+            if let counting = store.capabilities.counting, let counts = try counting.counts(now: Fixtures.t0, excluding: []) {
+                c.expectEqual(counts.tally.records(statuses: [.queued], to: nil), try store.count(Query(statuses: [.queued])), "the counts are the records'")
+            }
+        }
+
         runner.scenario("round trip keeps every field and unknown ones") { c in
             let (_, store) = try fresh()
             var m = Fixtures.message(1)
