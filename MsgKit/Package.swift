@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "MsgKit", type: .dynamic, targets: ["MsgKit"]),
     ],
     targets: [
-        .target(name: "MsgKit"),
+        .target(name: "MsgKit", dependencies: ["CCrypto"]),
+        // SHA-256 and Ed25519 from the system's libcrypto, opened at first use: the
+        // ledger's hashes and signatures, one copy for host and plugins.
+        .target(name: "CCrypto", linkerSettings: [.linkedLibrary("dl")]),
     ]
 )

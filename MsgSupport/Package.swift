@@ -3,8 +3,8 @@
 // POSIX wrappers (SystemCalls), the reader of owner-only secret files, shell-word
 // splitting, atomic file replacement, the damaged-file naming of stores, a fast
 // random number generator, and the one process runner of exec: and the event hook
-// (ProcessPool, over the C shims of CProcess), and SHA-256 and Ed25519 from the
-// system's libcrypto (Digest, Ed25519, over CCrypto, which opens it at first use).
+// (ProcessPool, over the C shims of CProcess), and the ledger's tree, checkpoints
+// and proofs over MsgKit's hashes.
 //
 // It is its own package, apart from MsgKit, so that sharing a utility never changes
 // the plugin ABI (docs/DESIGN.md 4): it is a static library, each image (msg, each
@@ -21,9 +21,7 @@ let package = Package(
         .package(path: "../MsgKit"),
     ],
     targets: [
-        .target(name: "MsgSupport", dependencies: [.product(name: "MsgKit", package: "MsgKit"), "CProcess", "CCrypto"]),
+        .target(name: "MsgSupport", dependencies: [.product(name: "MsgKit", package: "MsgKit"), "CProcess"]),
         .target(name: "CProcess"),
-        // SHA-256 and Ed25519 from the system's libcrypto, opened at first use.
-        .target(name: "CCrypto", linkerSettings: [.linkedLibrary("dl")]),
     ]
 )

@@ -25,16 +25,11 @@ enum SQLiteAges {
     /// The minutes kept: eight days, one more than the oldest bucket of `queue stats`.
     static let kept: Int64 = 8 * 24 * 60
 
-    struct Key: Hashable {
-        var status: String
-        var minute: Int64
-    }
+    /// The minute `ms` falls in (``CreatedMinute/minute(of:)``).
+    static func minute(_ ms: Int64) -> Int64 { CreatedMinute.minute(of: Timestamp(milliseconds: ms)) }
 
-    /// The minute `ms` falls in (rounded down, also before 1970).
-    static func minute(_ ms: Int64) -> Int64 { ms >= 0 ? ms / 60_000 : -((-ms + 59_999) / 60_000) }
-
-    /// Adds `deltas` to the table, in the caller's transaction.
-    static func apply(_ deltas: [Key: Int], _ db: SQLiteDatabase) throws(MsgError) {
+    /// Adds a commit's deltas (``CommitEffects/created``) to the table, in the caller's transaction.
+    static func apply(_ deltas: [CreatedMinute: Int], _ db: SQLiteDatabase) throws(MsgError) {
         if deltas.isEmpty { return }
         let upsert = try db.statement("""
             INSERT INTO created_minutes (status, minute, n) VALUES (?1, ?2, ?3)

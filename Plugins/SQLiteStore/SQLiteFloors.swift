@@ -2,16 +2,17 @@ import MsgKit
 
 /// Where each commit changed the queue (schema 7, ``ChangeFloors``): one row per
 /// commit that wrote a record or a destination state, appended in that commit
-/// (``SQLiteStore/counted(_:_:)``) with the earliest `created_at` it wrote (the
-/// floor is the first position of that millisecond), or none for a state (anything
-/// may have changed). `flush --watch` asks, when
+/// (``SQLiteStore/counted(_:_:)``) with the floor the recorder gave it
+/// (``CommitEffects/floor``): the earliest `created_at` it wrote (the floor is the
+/// first position of that millisecond), or none for a state (anything may have
+/// changed). `flush --watch` asks, when
 /// another process committed, how far back those commits reach, and its scan goes
 /// back only that far: with a million waiting behind suspended destinations, a
 /// message added by another process cost the watch a walk of the million (142 ms)
 /// before.
 ///
 /// `claim_hints` keeps, per kind of run, where the last one-shot run's scan stopped
-/// and what it held (``ScanHints``): the next run starts there when the floors since
+/// and what it held (``ChangeFloors/saveScanHint(_:_:)``): the next run starts there when the floors since
 /// its mark allow.
 ///
 /// `seq` is the rowid: the old rows are deleted, never the newest, so it only grows.
@@ -26,31 +27,18 @@ enum SQLiteFloors {
     static let kept: Int64 = 4096
     static let pruneEvery: Int64 = 1024
 
-    /// What the commit under way wrote: the earliest `created_at` (a floor at its
-    /// first possible id, so no id is compared per record), or a state.
-    struct Pending {
-        var touched = false
-        var all = false
-        var lowest = Int64.max
-
-        mutating func wrote(_ createdAt: Timestamp) {
-            touched = true
-            lowest = min(lowest, createdAt.milliseconds)
-        }
-
-        mutating func wroteState() {
-            touched = true
-            all = true
-        }
-    }
-
     /// Appends the commit's row, in the caller's transaction, and forgets old rows
     /// every ``pruneEvery`` commits.
-    static func apply(_ p: Pending, _ db: SQLiteDatabase) throws(MsgError) {
-        guard p.touched else { return }
+    static func apply(_ floor: CommitEffects.Floor, _ db: SQLiteDatabase) throws(MsgError) {
+        let lowest: Int64?
+        switch floor {
+        case .none: return
+        case .lowest(let t): lowest = t.milliseconds
+        case .all: lowest = nil
+        }
         let append = try db.statement("INSERT INTO claim_floors (created_at) VALUES (?1) RETURNING seq")
         defer { append.reset() }
-        append.bind(1, p.all ? nil : p.lowest)
+        append.bind(1, lowest)
         guard try append.step("noting where the queue changed") else { return }
         let seq = append.int64(0)
         append.reset()

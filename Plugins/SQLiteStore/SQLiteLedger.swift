@@ -1,18 +1,14 @@
 import MsgKit
 import MsgSupport
 
-/// The store's ledger (schema 9; msg-ledger(1), ``LedgerStore``): the leaves of the
-/// transaction under way are gathered by its changes (``SQLiteStore/add(_:)``,
-/// ``SQLiteStore/replace(_:expected:prep:)``, ``SQLiteStore/remove(_:)``) and written
+/// The store's ledger (schema 9; msg-ledger(1), ``LedgerStore``): the leaves the
+/// recorder (``ChangeRecorder``) made for the changes of a transaction are written
 /// in its commit (``SQLiteStore/counted(_:_:)``) as one row of `ledger`, the run of
 /// leaves numbered from `first`: one insert a commit, however many changes it holds.
 /// Each message's row lists its leaves in `ledger` (numbers, space-separated) and
-/// keeps `history_n`, how many of its history entries the ledger holds, and
-/// `content_fp`, a fingerprint of its content (``LedgerLeaf/contentPrint(_:)``): a
-/// change whose row still has one entry fewer and the same content is an entry
-/// appended (the common case, taken by the UPDATE's own WHERE without reading the
-/// row); any other is read and written as a whole state. A removed message keeps
-/// its list in `ledger_removed`.
+/// keeps `history_n` and `content_fp` (``RowLedger``), the facts the recorder
+/// chooses the next change's leaves from. A removed message keeps its list in
+/// `ledger_removed`.
 enum SQLiteLedger {
     static let tables = """
         ALTER TABLE messages ADD COLUMN ledger TEXT;
@@ -22,21 +18,20 @@ enum SQLiteLedger {
         CREATE TABLE ledger_removed (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ledger TEXT NOT NULL);
         """
 
-    /// The leaves of the transaction under way.
-    struct Pending {
-        /// The number of the first, once read.
-        var first: Int?
-        var count = 0
-        var bytes: [UInt8] = []
+    /// The run of leaves a commit made (``CommitEffects/leaves``) as a row of
+    /// `ledger`, numbered from `first` (the ledger's end, read when they were).
+    static func apply(_ effects: CommitEffects, first: Int?, _ db: SQLiteDatabase) throws(MsgError) {
+        guard effects.leafCount > 0 else { return }
+        let at: Int
+        if let first { at = first } else { at = try end(db) }
+        try insert(first: at, count: effects.leafCount, effects.leaves, db)
     }
 
-    /// The run of leaves `pending` holds, as a row of `ledger`.
-    static func apply(_ pending: Pending, _ db: SQLiteDatabase) throws(MsgError) {
-        guard pending.count > 0, let first = pending.first else { return }
+    private static func insert(first: Int, count: Int, _ leaves: [UInt8], _ db: SQLiteDatabase) throws(MsgError) {
         let s = try db.statement("INSERT INTO ledger (first, count, leaves) VALUES (?1, ?2, ?3)")
         s.bind(1, Int64(first))
-        s.bind(2, Int64(pending.count))
-        try pending.bytes.withUnsafeBufferPointer { (b) throws(MsgError) in
+        s.bind(2, Int64(count))
+        try leaves.withUnsafeBufferPointer { (b) throws(MsgError) in
             s.bindBlob(3, b)
             try s.run("writing the ledger")
         }
@@ -52,10 +47,9 @@ enum SQLiteLedger {
     /// migration to schema 9; a store carried out of a damaged file), in the
     /// caller's transaction.
     static func begin(_ db: SQLiteDatabase, count: Int) throws(MsgError) {
-        var p = Pending(first: try end(db))
-        try LedgerLeaf.began(count).write(to: &p.bytes)
-        p.count = 1
-        try apply(p, db)
+        var bytes: [UInt8] = []
+        try LedgerLeaf.began(count).write(to: &bytes)
+        try insert(first: try end(db), count: 1, bytes, db)
     }
 
     /// The numbers in a row's `ledger` text; nil for none or text that is not a list.
@@ -83,34 +77,25 @@ enum SQLiteLedger {
 }
 
 extension SQLiteStore {
-    /// Adds the leaf `prep` holds for `r` (stored anew: its state; else its last
-    /// history entry appended), made again when it could not be beforehand.
-    func appendLeaf(_ prep: LedgerPrep, _ r: EncodedMessage, stored: Bool) throws(MsgError) {
-        _ = try nextLeaf()
-        ledger.bytes.append(contentsOf: try prep.leaf(r, stored: stored))
-        ledger.count += 1
+    /// The numbers of `leaves` (their places in the transaction's run), as a row's
+    /// `ledger` text lists them: after the ledger's last leaf when the transaction began.
+    func leafNumbers(_ leaves: Range<Int>) throws(MsgError) -> String {
+        if leaves.isEmpty { return "" }
+        let first: Int
+        if let firstLeaf { first = firstLeaf } else {
+            first = try SQLiteLedger.end(db)
+            firstLeaf = first
+        }
+        return leaves.map { String(first + $0) }.joined(separator: " ")
     }
 
-    /// The number the next leaf of this transaction gets.
-    func nextLeaf() throws(MsgError) -> Int {
-        if ledger.first == nil { ledger.first = try SQLiteLedger.end(db) }
-        return ledger.first! + ledger.count
-    }
-
-    /// Adds `leaf` to the transaction's run.
-    /// - Returns: its number.
-    @discardableResult
-    func appendLeaf(_ leaf: LedgerLeaf) throws(MsgError) -> Int {
-        let n = try nextLeaf()
-        leaf.write(to: &ledger.bytes)
-        ledger.count += 1
-        return n
-    }
-
-    /// The numbers of `count` leaves from the next one, as a row's `ledger` text adds them.
-    func leafNumbers(_ count: Int) throws(MsgError) -> String {
-        let first = try nextLeaf()
-        return (first..<(first + count)).map(String.init).joined(separator: " ")
+    /// Binds what a row gets of the ledger: ?15 the numbers of its new leaves (put
+    /// after those it lists), ?16 the history entries its ledger holds, ?17 its
+    /// content's fingerprint.
+    func bindLedger(_ row: RowLedger, _ s: SQLiteStatement) throws(MsgError) {
+        s.bind(15, try leafNumbers(row.leaves))
+        s.bind(16, Int64(row.entries))
+        s.bind(17, row.contentPrint)
     }
 }
 

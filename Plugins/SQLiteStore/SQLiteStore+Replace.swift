@@ -2,7 +2,7 @@ import MsgKit
 import MsgSupport
 
 /// A record's change by compare-and-set (``SQLiteStore/update(_:)``, claims): the
-/// one UPDATE per shape of change, and the counts it moves.
+/// one UPDATE per shape of change; what it means beside the row is the recorder's.
 extension SQLiteStore {
     /// Replaces a record if its status is still `expected`, found by the rowid a
     /// claim of this handle read it under when there is one (an integer key is
@@ -11,7 +11,10 @@ extension SQLiteStore {
     /// `open` only when the record finishes or reopens, `lease_until` only into or out
     /// of `sending`, `due_at` only for a waiting status; `recipient` only when it
     /// changed (`queue edit`), found when the first try does not apply.
-    /// `prep`: its ledger's fingerprint and common leaf, made beforehand.
+    /// First the change of most writes, whose row the recorder says how to find
+    /// (``ChangeRecorder/commonChange(_:_:expected:prep:)``: its recipient, its
+    /// ledger's entries and content); else the row is read and the recorder told
+    /// what it was. `prep`: the ledger's fingerprint and common leaf, made beforehand.
     func replace(_ r: EncodedMessage, expected: Status, prep: LedgerPrep) throws(MsgError) -> Bool {
         // The message read once: each read of `r.message` copies it out of its box
         // (a retain and a release of each of its fields), several a record.
@@ -26,64 +29,47 @@ extension SQLiteStore {
         if waiting(expected) || waiting(new) { shape |= 4 }
         if byRow != nil { shape |= 8 }
         let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
+        let common = recorder.commonChange(r, m, expected: expected, prep: prep)
         let s = try updateStatement(shape)
         s.reset()
-        s.bind(11, expected.rawValue)
+        s.bind(11, common.facts.status)
         if let byRow { s.bind(12, byRow) }
         s.bind(14, split > 0 ? 1 : 0)
-        // The ledger's common case: one entry appended to the same content.
-        let entries = m.history.count
-        let print = prep.print
-        s.bind(15, entries > 0 ? String(try nextLeaf()) : "")
-        s.bind(16, Int64(entries))
-        s.bind(17, print)
-        s.bind(18, entries > 0 ? Int64(entries - 1) : -2)
+        try bindLedger(common.row, s)
+        s.bind(18, Int64(common.facts.ledgerEntries))
+        s.bind(19, common.facts.contentPrint)
+        // Its recipient, ?3, is the row's (common.facts.recipient): RowEncoder binds it.
         try RowEncoder.run(r, m, s, "updating a message", split: split)
         if db.changes == 1 {
-            try appendLeaf(prep, r, stored: false)
+            try recorder.updated(r, m, from: common.facts, prep: prep)
             try keepContent(r, m, split, rid: byRow, expected: expected)
-            tally.changed(from: expected, to: m.to, into: m)
-            agedChange(from: expected, m)
-            floors.wrote(m.createdAt)
             return true
         }
         // Not applied: another status, another recipient, a content kept apart that
-        // is whole now (``SQLitePayloads``), not one entry appended to the same
-        // content (the ledger's), or no such row.
-        let was = try db.statement("SELECT recipient, history_n, content_fp FROM messages WHERE id = ?1 AND status = ?2")
+        // is whole now (``SQLitePayloads``), another ledger (an edit, a history gone
+        // back, a message stored before the ledger), or no such row.
+        let was = try db.statement("SELECT recipient, history_n, content_fp, created_at FROM messages WHERE id = ?1 AND status = ?2")
         was.bind(1, m.id)
         was.bind(2, expected.rawValue)
         defer { was.reset() }
         guard try was.step("reading a message") else { return false }
-        let oldTo = String(decoding: was.bytes(0), as: UTF8.self)
-        let (had, hadPrint) = (Int(was.int64(1)), was.int64(2))
+        let facts = StoredFacts(id: m.id, status: expected.rawValue, recipient: String(decoding: was.bytes(0), as: UTF8.self),
+                                createdAt: Timestamp(milliseconds: was.int64(3)), ledgerEntries: Int(was.int64(1)), contentPrint: was.int64(2))
         was.reset()
-        // Entries appended to the same content, or the whole state anew.
-        let leaves = had >= 0 && hadPrint == print && entries >= had
-            ? try LedgerLeaf.entries(of: r, from: had) : [try LedgerLeaf.state(of: r)]
+        let row = try recorder.updated(r, m, from: facts, prep: prep)
         let edit = try updateStatement(16)
         edit.reset()
         edit.bind(11, expected.rawValue)
-        edit.bind(15, try leafNumbers(leaves.count))
-        edit.bind(16, Int64(entries))
-        edit.bind(17, print)
+        try bindLedger(row, edit)
         try RowEncoder.run(r, m, edit, "updating a message", split: split)
-        guard db.changes == 1 else { return false }
-        for leaf in leaves { try appendLeaf(leaf) }
+        // Read under this transaction's write lock in its status: it is replaced.
+        guard db.changes == 1 else {
+            throw MsgError(.storeIO, "updating message \(m.id): the row read under lock was not replaced; nothing of this commit was stored")
+        }
         // Its content, if it was kept apart, is in the row again.
         if split == 0, let rid = try rowid(of: m.id) { try removeContent(rid) }
         try keepContent(r, m, split, rid: nil, expected: expected)
-        tally.changed(from: expected, to: oldTo, into: m)
-        agedChange(from: expected, m)
-        floors.wrote(m.createdAt)
         return true
-    }
-
-    /// A record that was `old` stored as `m`, for ``SQLiteAges``.
-    func agedChange(from old: Status, _ m: Message) {
-        guard old != m.status else { return }
-        aged(old.rawValue, m.createdAt.milliseconds, -1)
-        aged(m.status.rawValue, m.createdAt.milliseconds, 1)
     }
 
     /// The update of ``replace(_:expected:prep:)`` for one shape (bits: 1 open, 2 lease,
@@ -103,7 +89,7 @@ extension SQLiteStore {
             : shape == 16 ? " WHERE id = ?1 AND status = ?11" : " WHERE id = ?1 AND status = ?11 AND recipient = ?3"
         // A whole text goes over a row that is whole: one with its content apart takes
         // the way by id, which removes that content too.
-        if shape != 16 { sql += " AND (?14 OR content_len = 0) AND history_n = ?18 AND content_fp = ?17" }
+        if shape != 16 { sql += " AND (?14 OR content_len = 0) AND history_n = ?18 AND content_fp = ?19" }
         let s = try db.statement(sql)
         updateStatements[shape] = s
         return s

@@ -71,17 +71,12 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
                     insert.reset()
                     let m = r.message
                     let split = SQLitePayloads.split(r.json, historyOffset: r.historyOffset)
-                    // Its ledger: the whole state as stored, the next leaf.
-                    insert.bind(15, String(try nextLeaf()))
-                    insert.bind(16, Int64(m.history.count))
-                    insert.bind(17, prep.print)
+                    // Its ledger, as the recorder says, recorded only if the row goes in.
+                    try bindLedger(recorder.insertion(m, prep: prep), insert)
                     try RowEncoder.run(r, m, insert, "storing a message", split: split)
                     if db.changes == 1 {
-                        try appendLeaf(prep, r, stored: true)
+                        try recorder.inserted(r, m, prep: prep)
                         if split > 0 { try writeContent(r, split, rid: db.lastInsertRowid) }
-                        tally.added(m)
-                        floors.wrote(m.createdAt)
-                        aged(m.status.rawValue, m.createdAt.milliseconds, 1)
                         results.append(AddResult(message: m, inserted: true))
                     } else {
                         results.append(AddResult(message: try fetch(m.id)?.message ?? m, inserted: false))
@@ -183,18 +178,17 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
                     s.bind(2, r.statuses.map { SQLiteQuery.jsonArray($0.map(\.rawValue).sorted()) })
                     defer { s.reset() }
                     guard try s.step("removing a message") else { return false }
-                    let status = String(decoding: s.bytes(1), as: UTF8.self)
-                    tally.removed(to: String(decoding: s.bytes(0), as: UTF8.self), status: status)
-                    aged(status, s.int64(2), -1)
-                    floors.wrote(Timestamp(milliseconds: s.int64(2)))
+                    let facts = StoredFacts(id: r.id, status: String(decoding: s.bytes(1), as: UTF8.self),
+                                            recipient: String(decoding: s.bytes(0), as: UTF8.self),
+                                            createdAt: Timestamp(milliseconds: s.int64(2)), ledgerEntries: -1, contentPrint: 0)
                     let rid = s.int64(3), apart = s.int64(4) > 0
-                    // Its leaves kept, and one more: removed.
+                    // Its leaves kept, and the one of its removal.
                     let before = s.isNull(5) ? "" : String(decoding: s.bytes(5), as: UTF8.self) + " "
                     s.reset()
-                    let leaf = try appendLeaf(try LedgerLeaf.removed(r.id))
+                    let leaves = try recorder.removed(facts)
                     kept.reset()
                     kept.bind(1, r.id)
-                    kept.bind(2, before + String(leaf))
+                    kept.bind(2, before + (try leafNumbers(leaves)))
                     try kept.run("keeping a removed message's ledger")
                     if apart { try removeContent(rid) }
                     return true
@@ -267,13 +261,12 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     var claimVersion: Int64?
     /// Lines for the user (``takeNotices()``).
     var notices: [String] = []
-    /// What the changes of the transaction under way move (``counted(_:_:)``).
-    var tally = Tally()
-    var ages: [SQLiteAges.Key: Int] = [:]
-    /// Where the transaction under way changed the queue (``SQLiteFloors``).
-    var floors = SQLiteFloors.Pending()
-    /// The ledger's leaves of the transaction under way (``SQLiteLedger``).
-    var ledger = SQLiteLedger.Pending()
+    /// What the changes of the transaction under way mean beside their rows: the
+    /// counts, the floor, the ledger's leaves (``counted(_:_:)`` writes it).
+    var recorder = ChangeRecorder()
+    /// The number of the ledger's next leaf when the transaction under way began,
+    /// once read: its run's first (``leafNumbers(_:)``).
+    var firstLeaf: Int?
     /// Log text this handle appended since its last fold (``SQLiteTally/apply(_:_:logged:)``).
     var loggedBytes = 0
 
@@ -303,7 +296,7 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
 
     func writeStates(_ states: [String: String?]) throws(MsgError) {
         if states.isEmpty { return }
-        floors.wroteState()
+        recorder.wroteStates()
         let upsert = try db.statement("INSERT INTO destinations (key, state) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET state = ?2")
         let delete = try db.statement("DELETE FROM destinations WHERE key = ?1")
         for (key, state) in states {
@@ -317,7 +310,7 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
 
     /// Decodes rows on all cores (in order); text that does not read gives a damaged record.
     static func decodeAll(_ rows: [Row.Copy]) -> [EncodedMessage] {
-        MsgSupport.parallelMap(rows) { $0.record() }
+        MsgKit.parallelMap(rows) { $0.record() }
     }
 }
 

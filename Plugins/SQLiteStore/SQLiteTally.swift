@@ -154,34 +154,27 @@ enum SQLiteTally {
 }
 
 extension SQLiteStore {
-    /// `db.transaction` that also stores the ``Tally`` of the changes `body` makes
-    /// (gathered in ``tally``), where they were (``SQLiteFloors``) and their leaves
-    /// (``SQLiteLedger``), before the commit.
+    /// `db.transaction` that also stores, before the commit, what the changes `body`
+    /// makes mean beside their rows, as ``recorder`` decided: the ``Tally``'s deltas,
+    /// the counts by creation minute (``SQLiteAges``), the floor (``SQLiteFloors``)
+    /// and the leaves (``SQLiteLedger``).
     func counted<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
-        tally.removeAll()
-        ages.removeAll(keepingCapacity: true)
-        floors = SQLiteFloors.Pending()
-        ledger = SQLiteLedger.Pending()
+        recorder.reset()
+        firstLeaf = nil
         defer {
-            tally.removeAll()
-            ages.removeAll(keepingCapacity: true)
-            floors = SQLiteFloors.Pending()
-            ledger = SQLiteLedger.Pending()
+            recorder.reset()
+            firstLeaf = nil
         }
         return try db.transaction(what) { () throws(MsgError) -> R in
             let result = try body()
-            try SQLiteTally.apply(tally, db, logged: &loggedBytes)
-            try SQLiteAges.apply(ages, db)
-            try SQLiteFloors.apply(floors, db)
-            try SQLiteLedger.apply(ledger, db)
+            // What the recorder made of the changes, written with them.
+            let effects = recorder.take()
+            try SQLiteTally.apply(effects.tally, db, logged: &loggedBytes)
+            try SQLiteAges.apply(effects.created, db)
+            try SQLiteFloors.apply(effects.floor, db)
+            try SQLiteLedger.apply(effects, first: firstLeaf, db)
             return result
         }
-    }
-
-    /// A record of `status` created at `createdAt` (ms) stored (`n` 1) or gone (-1),
-    /// for ``SQLiteAges``.
-    func aged(_ status: String, _ createdAt: Int64, _ n: Int) {
-        ages[SQLiteAges.Key(status: status, minute: SQLiteAges.minute(createdAt)), default: 0] += n
     }
 
     public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {

@@ -1,4 +1,3 @@
-import CCrypto
 import MsgKit
 
 /// The Merkle tree hash of RFC 6962 (2.1) over leaves given one at a time, in

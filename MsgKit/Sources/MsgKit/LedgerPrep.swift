@@ -1,4 +1,3 @@
-import MsgKit
 
 /// What a change needs of the ledger, made for a batch on all cores before the
 /// batch's statements run (the hashing is most of the ledger's cost): the

@@ -1,5 +1,4 @@
 import CCrypto
-import MsgKit
 
 /// Ed25519 signatures (RFC 8032) from the system's libcrypto: the ledger's signed
 /// checkpoints.

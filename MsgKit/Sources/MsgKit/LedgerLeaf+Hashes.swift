@@ -2,7 +2,6 @@
 @preconcurrency import Glibc
 #endif
 import CCrypto
-import MsgKit
 
 /// The hashes of ``LedgerLeaf``'s kinds, from libcrypto (``Digest/sha256(_:)-([UInt8])``).
 extension LedgerLeaf {
