@@ -86,6 +86,8 @@ extension SQLiteStore {
             first = try SQLiteLedger.end(db)
             firstLeaf = first
         }
+        // One leaf a change, nearly always: no list to join.
+        if leaves.count == 1 { return String(first + leaves.lowerBound) }
         return leaves.map { String(first + $0) }.joined(separator: " ")
     }
 
