@@ -2,7 +2,7 @@ import MsgKit
 
 /// Records by status and the minute they were created (schema 6), kept in the same
 /// transaction as each change (``SQLiteStore/counted(_:_:)``), so `msg queue stats`
-/// reads no record (``CreationCounts``).
+/// reads no record (``StoreCounting``).
 ///
 /// `created_minutes` has one row per status and minute with records in it, for the
 /// last ``kept`` minutes: the oldest age `queue stats` tells apart is 7 days, and

@@ -167,7 +167,7 @@ public struct QueueOperations {
 
     /// Counts per status and age (time since created) buckets, as Postfix's qshape:
     /// from the store's counts when it keeps them by creation time
-    /// (``CreationCounts``), else from every record.
+    /// (``StoreCounting``), else from every record.
     public func stats() throws(MsgError) -> [(status: Status, buckets: [Int])] {
         if let counted = try countedStats() { return counted }
         var table: [Status: [Int]] = [:]

@@ -64,7 +64,7 @@ public struct ChangeRecorder: Sendable {
     public mutating func updated(_ r: EncodedMessage, _ m: Message, from old: StoredFacts, prep: LedgerPrep) throws(MsgError) -> RowLedger {
         let n = m.history.count
         let leaves: Range<Int>
-        if old.ledgerEntries >= 0, old.contentPrint == prep.print, n >= old.ledgerEntries {
+        if old.ledgerEntries >= 0, Self.samePrint(old.contentPrint, prep.print), n >= old.ledgerEntries {
             if n == old.ledgerEntries + 1 {
                 leaves = effects.append(try prep.leaf(r, stored: false), count: 1)
             } else {
@@ -97,6 +97,12 @@ public struct ChangeRecorder: Sendable {
         return effects.append([try LedgerLeaf.removed(old.id)])
     }
 
+    /// Whether two content fingerprints are one: on their low 32 bits, which is
+    /// what a store may keep (PostgreSQL's `content_fp` is an `integer`).
+    static func samePrint(_ a: Int64, _ b: Int64) -> Bool {
+        Int32(truncatingIfNeeded: a) == Int32(truncatingIfNeeded: b)
+    }
+
     /// Destination states written: anything may have changed for a claim.
     public mutating func wroteStates() {
         effects.floor = .all
@@ -122,7 +128,8 @@ public struct StoredFacts: Sendable, Equatable {
     /// How many of its history entries its ledger holds; -1 when it was stored
     /// before the ledger began.
     public var ledgerEntries: Int
-    /// Its content's fingerprint when the ledger last wrote it (``LedgerLeaf/contentPrint(_:)``).
+    /// Its content's fingerprint when the ledger last wrote it
+    /// (``LedgerLeaf/contentPrint(_:)``), or its low 32 bits where the store keeps those.
     public var contentPrint: Int64
 
     public init(id: String, status: String, recipient: String, createdAt: Timestamp, ledgerEntries: Int, contentPrint: Int64) {

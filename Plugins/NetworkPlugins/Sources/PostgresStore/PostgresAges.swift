@@ -2,12 +2,12 @@ import MsgKit
 import PostgresNIO
 
 /// Records by status and the minute they were created (schema 6), so `msg queue
-/// stats` reads no record (``CreationCounts``), as in the SQLite store.
+/// stats` reads no record (``StoreCounting``), as in the SQLite store.
 ///
 /// Workers on several hosts change records at once, so no statement updates a
 /// shared counter row (they would queue on its lock): each statement that writes
-/// records appends what it moved, per status and minute, to `created_log`, in its
-/// own commit; the fold of the counts (``PostgresTally/fold(_:upTo:)``) moves the
+/// records appends what the recorder said its rows moved, per status and minute
+/// (``RowEffects``), to `created_log`, in its own commit; the fold of the counts (``PostgresTally/fold(_:upTo:)``) moves the
 /// log into `created_minutes` and drops the minutes older than ``kept``. A reader,
 /// in one snapshot, takes the totals from the tally, sums the minutes and the log
 /// after the minute an edge falls in, and counts that minute's records after the
@@ -26,28 +26,8 @@ enum PostgresAges {
     /// SQL: the minute of the `created_at` in `column` (rounded down, also before 1970).
     static func minute(_ column: String) -> String { "floor(\(column) / 60000.0)::bigint" }
 
-    /// The minute `ms` falls in.
-    static func minute(_ ms: Int64) -> Int64 { ms >= 0 ? ms / 60_000 : -((-ms + 59_999) / 60_000) }
-
-    /// SQL: appends what the rows of CTE `source` added (each `sign` 1 or -1, with its
-    /// `status` and `created_at` columns) to the log.
-    static func append(_ s: String, from source: String, status: String, sign: Int) -> String {
-        """
-        INSERT INTO \(s).created_log (status, minute, n)
-            SELECT \(status), \(minute("created_at")), \(sign) * count(*) FROM \(source) GROUP BY 1, 2
-        """
-    }
-
-    /// SQL: appends what the rows of CTE `source` moved from status `old` to `new`.
-    static func appendMoves(_ s: String, from source: String, old: String, new: String) -> String {
-        """
-        INSERT INTO \(s).created_log (status, minute, n)
-            SELECT st, mi, sum(d) FROM (
-                SELECT \(old) AS st, \(minute("created_at")) AS mi, -1 AS d FROM \(source) WHERE \(old) <> \(new)
-                UNION ALL SELECT \(new), \(minute("created_at")), 1 FROM \(source) WHERE \(old) <> \(new)) AS moved
-            GROUP BY st, mi
-        """
-    }
+    /// The minute `ms` falls in (``CreatedMinute/minute(of:)``).
+    static func minute(_ ms: Int64) -> Int64 { CreatedMinute.minute(of: Timestamp(milliseconds: ms)) }
 
     /// Moves the log into `created_minutes` and drops the empty minutes and those
     /// older than ``kept``, in the caller's transaction (the fold's). Two folding at
@@ -78,7 +58,7 @@ enum PostgresAges {
             """, binds: b), "counting messages by age")
     }
 
-    /// ``CreationCounts/created(after:)``: nil for a time older than the minutes kept,
+    /// ``StoreCounting/created(after:)``: nil for a time older than the minutes kept,
     /// or when the counts are not whole.
     static func created(after times: [Timestamp], _ db: BlockingConnection, now: Timestamp) throws(MsgError) -> [String: [Int]]? {
         let oldest = minute(now.milliseconds) - kept

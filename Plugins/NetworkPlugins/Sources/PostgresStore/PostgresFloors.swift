@@ -18,7 +18,7 @@ import PostgresNIO
 /// Rows older than ``kept`` transactions are deleted now and then by a writer
 /// (`claim_floors_pruned.below` says how far): a reader whose mark is older is told
 /// ``ChangeFloor/Floor/all``. `claim_hints` keeps where the last one-shot run's scan
-/// stopped (``ScanHints``).
+/// stopped (``ChangeFloors/saveScanHint(_:_:)``).
 enum PostgresFloors {
     static func tables(_ s: String) -> [String] {
         [

@@ -59,7 +59,11 @@ extension PostgresStore {
 
     func writeStates(_ states: [String: String?]) throws(MsgError) {
         if states.isEmpty { return }
-        try db.query(PostgresQuery(unsafeSQL: PostgresFloors.appendState(db.address.schema)), "noting where the queue changed")
+        var recorder = ChangeRecorder()
+        recorder.wroteStates()
+        if recorder.take().floor == .all {
+            try db.query(PostgresQuery(unsafeSQL: PostgresFloors.appendState(db.address.schema)), "noting where the queue changed")
+        }
         let set = states.compactMap { k, v in v.map { (k, $0) } }
         let removed = states.filter { $0.value == nil }.map(\.key)
         if !set.isEmpty {

@@ -150,8 +150,8 @@ public final class PostgresStore: Store, DueIndex {
     /// The changes (distinct ids) by compare-and-set, in the caller's transaction:
     /// first in the common form (the stored recipient kept, one history entry
     /// appended to the same content: ``RowColumns/update(_:schema:run:)``); then, when
-    /// some were not replaced, those read under lock and written with the leaves
-    /// their stored rows call for (``PostgresLedger``).
+    /// some were not replaced, those read under lock, whose effects and leaves the
+    /// recorder makes from what their rows are (``ChangeRecorder``).
     private func replace(_ changes: [Change]) throws(MsgError) -> [Bool] {
         let s = db.address.schema
         let ids = changes.map(\.message.id)
@@ -162,42 +162,35 @@ public final class PostgresStore: Store, DueIndex {
         var done = try applied(ids, rows, "updating messages")
         let rest = done.indices.filter { !done[$0] }
         if rest.isEmpty { return done }
-        // What the ledger has of each, under the rows' locks: those not found in
-        // their expected status are not replaced.
+        // What each row is, under its lock: those not found in their expected
+        // status are not replaced; the others' effects are made from what was read.
         var b = PostgresBindings(capacity: 2)
         b.append(rest.map { ids[$0] })
         b.append(rest.map { changes[$0].expected.rawValue })
         let held = try db.query(PostgresQuery(unsafeSQL: """
-            SELECT m.id, m.history_n, m.content_fp FROM \(table) AS m JOIN unnest($1::text[], $2::text[]) AS u(id, expected)
-            ON m.id = u.id AND m.status = u.expected FOR UPDATE OF m
+            SELECT m.id, m.recipient, m.created_at, m.history_n, m.content_fp FROM \(table) AS m
+            JOIN unnest($1::text[], $2::text[]) AS u(id, expected) ON m.id = u.id AND m.status = u.expected FOR UPDATE OF m
             """, binds: b), "reading \(rest.count) messages")
-        var have: [String: (n: Int, print: Int32)] = [:]
+        var have: [String: (to: String, createdAt: Int64, n: Int32, print: Int32)] = [:]
         for row in held {
             do {
-                let (id, n, print) = try row.decode((String, Int32, Int32).self)
-                have[id] = (Int(n), print)
+                let (id, to, createdAt, n, print) = try row.decode((String, String, Int64, Int32, Int32).self)
+                have[id] = (to, createdAt, n, print)
             } catch {
                 throw Self.corrupt("a message's ledger", error)
             }
         }
-        let found = rest.compactMap { (i) -> (i: Int, n: Int, print: Int32)? in have[ids[i]].map { (i, $0.n, $0.print) } }
-        if found.isEmpty { return done }
-        let applying = found.map(\.i)
-        var columns = try RowColumns(applying.map { records[$0] }, expected: applying.map { changes[$0].expected },
-                                     preps: applying.map { preps[$0] })
-        var run: [UInt8] = []
-        var count = 0
-        for (i, n, print) in found {
-            let r = records[i]
-            // Entries appended to the same content, or the whole state anew.
-            let entries = r.message.history.count
-            let leaves = n >= 0 && print == Int32(truncatingIfNeeded: preps[i].print) && entries >= n
-                ? try LedgerLeaf.entries(of: r, from: n) : [try LedgerLeaf.state(of: r)]
-            columns.refs.append(leaves.indices.map { "@.\(count + $0)" }.joined(separator: " "))
-            for leaf in leaves { leaf.write(to: &run) }
-            count += leaves.count
+        let applying = rest.filter { have[ids[$0]] != nil }
+        if applying.isEmpty { return done }
+        let facts = applying.map { (i) -> StoredFacts in
+            let h = have[ids[i]]!
+            return StoredFacts(id: ids[i], status: changes[i].expected.rawValue, recipient: h.to, createdAt: Timestamp(milliseconds: h.createdAt),
+                               ledgerEntries: Int(h.n), contentPrint: Int64(h.print))
         }
-        let again = try db.query(columns.update(table, schema: s, run: (count, run)), "updating \(applying.count) messages")
+        let columns = try RowColumns(applying.map { records[$0] }, expected: applying.map { changes[$0].expected },
+                                     preps: applying.map { preps[$0] }, facts: facts)
+        let again = try db.query(columns.update(table, schema: s, run: (columns.effects.run, columns.effects.leaves)),
+                                 "updating \(applying.count) messages")
         let replaced = try applied(applying.map { ids[$0] }, again, "updating messages")
         // Locked and found in their status, each is replaced: the run names them all.
         guard !replaced.contains(false) else {
@@ -211,38 +204,57 @@ public final class PostgresStore: Store, DueIndex {
         if removals.isEmpty { return [] }
         try writable()
         let s = db.address.schema
-        var b = PostgresBindings(capacity: 5)
-        b.append(removals.map(\.id))
-        b.append(removals.map { $0.statuses.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*" })
-        var leaves: [UInt8] = []
-        var at: [Int32] = []
-        var length: [Int32] = []
-        for r in removals {
-            at.append(Int32(clamping: leaves.count))
-            try LedgerLeaf.removed(r.id).write(to: &leaves)
-            length.append(Int32(clamping: leaves.count) - at[at.count - 1])
+        return try committing("removing \(removals.count) messages") { () throws(MsgError) -> [Bool] in
+            // What each is, under its lock: the recorder makes its effects from it.
+            var b = PostgresBindings(capacity: 2)
+            b.append(removals.map(\.id))
+            b.append(removals.map { $0.statuses.map { $0.map(\.rawValue).sorted().joined(separator: ",") } ?? "*" })
+            let found = try db.query(PostgresQuery(unsafeSQL: """
+                SELECT m.id, m.status, m.recipient, m.created_at FROM \(table) AS m
+                WHERE m.id = ANY($1::text[]) AND EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[]) AS r(id, statuses)
+                              WHERE r.id = m.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ','))))
+                FOR UPDATE
+                """, binds: b), "reading \(removals.count) messages")
+            var facts: [StoredFacts] = []
+            for row in found {
+                do {
+                    let (id, status, to, createdAt) = try row.decode((String, String, String, Int64).self)
+                    facts.append(StoredFacts(id: id, status: status, recipient: to, createdAt: Timestamp(milliseconds: createdAt),
+                                             ledgerEntries: -1, contentPrint: 0))
+                } catch {
+                    throw Self.corrupt("a message", error)
+                }
+            }
+            if facts.isEmpty { return removals.map { _ in false } }
+            var effects = RowEffects()
+            for f in facts {
+                var recorder = ChangeRecorder()
+                _ = try recorder.removed(f)
+                effects.add(recorder.take(), createdAt: f.createdAt)
+            }
+            var d = PostgresBindings(capacity: 12)
+            d.append(facts.map(\.id)); d.append(facts.map(\.status))
+            d.append(ByteBuffer(bytes: effects.leaves)); d.append(effects.leafAt); d.append(effects.leafLength)
+            effects.bind(&d)
+            // Each removed message's list kept, with its removal appended (``PostgresLedger``).
+            let rows = try db.query(PostgresQuery(unsafeSQL: """
+                WITH \(PostgresLedger.nextRun(s)),
+                del AS (
+                DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[], $4::int4[], $5::int4[]) WITH ORDINALITY AS r(id, status, leaf_at, leaf_length, n)
+                WHERE m.id = r.id AND m.status = r.status
+                RETURNING m.id, m.ledger, r.leaf_at, r.leaf_length, r.n),
+                kept AS (INSERT INTO \(s).ledger_removed (id, ledger)
+                         SELECT del.id, \(PostgresLedger.appended("del.ledger", PostgresLedger.ref("del.n"))) FROM del ORDER BY del.n),
+                leaves AS (\(PostgresLedger.run(s, from: "del", leaves: "$3::bytea", total: "cardinality($1::text[])",
+                                                rows: "SELECT n, leaf_at, leaf_length FROM del"))),
+                \(RowEffects.sql(s, applied: "SELECT n FROM del", deltas: 6, floors: 7, created: 8))
+                SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM del
+                """, binds: d), "removing \(facts.count) messages")
+            // Read under lock, each found is removed; the ones not found were not.
+            var gone = Set(try applied(facts.map(\.id), rows, "removing messages").enumerated().compactMap { $0.element ? facts[$0.offset].id : nil })
+            // An id asked twice is removed once.
+            return removals.map { gone.remove($0.id) != nil }
         }
-        b.append(ByteBuffer(bytes: leaves)); b.append(at); b.append(length)
-        let gone = PostgresTally.figure("del.recipient", "del.status", "-1")
-        // Each removed message's list kept, with its removal appended (``PostgresLedger``).
-        let rows = try db.query(PostgresQuery(unsafeSQL: """
-            WITH \(PostgresLedger.nextRun(s)),
-            del AS (
-            DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[], $4::int4[], $5::int4[]) WITH ORDINALITY AS r(id, statuses, leaf_at, leaf_length, n)
-            WHERE m.id = r.id AND (r.statuses = '*' OR m.status = ANY(string_to_array(r.statuses, ',')))
-            RETURNING m.id, m.recipient, m.status, m.created_at, m.ledger, r.leaf_at, r.leaf_length, r.n),
-            kept AS (INSERT INTO \(s).ledger_removed (id, ledger)
-                     SELECT del.id, \(PostgresLedger.appended("del.ledger", PostgresLedger.ref("del.n"))) FROM del ORDER BY del.n),
-            leaves AS (\(PostgresLedger.run(s, from: "del", leaves: "$3::bytea", total: "cardinality($1::text[])",
-                                            rows: "SELECT n, leaf_at, leaf_length FROM del"))),
-            floor AS (\(PostgresFloors.append(db.address.schema, "created_at", from: "del"))),
-            ages AS (\(PostgresAges.append(db.address.schema, from: "del", status: "status", sign: -1))),
-            log AS (\(PostgresTally.append(db.address.schema, gone, from: "del")))
-            SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM del
-            """, binds: b), "removing \(removals.count) messages")
-        let done = try applied(removals.map(\.id), rows, "removing messages")
-        PostgresFloors.pruneNowAndThen(db)
-        return done
     }
 
     /// Runs `body` in one transaction, or in the one open already (an update inside

@@ -12,10 +12,8 @@ import PostgresNIO
 /// `('ok', '', '', 1)` says they are whole (written by the migration that counted
 /// what the queue held).
 ///
-/// The statements compute the move of each record between figures themselves
-/// (``recordDeltas``), from the stored recipient and status before the change,
-/// since a change may give a record a new recipient; the host gives the rest of each
-/// change's deltas (``Tally/ended(from:into:)``) as log text, one per row.
+/// What each row's change moves is the recorder's (``ChangeRecorder``, ``RowEffects``):
+/// the statement adds up the log text of the rows it changed.
 enum PostgresTally {
     static func tables(_ s: String) -> [String] {
         [
@@ -28,23 +26,6 @@ enum PostgresTally {
     static let foldEvery: Int64 = 512
     /// How much log text one handle appends before it folds (a reader parses the log).
     static let foldBytes = 2 << 20
-
-    /// SQL: the log text moving a record from `oldTo`/`old` to `newTo`/`new` (the
-    /// names of SQL expressions), or '' when its figure stays; as
-    /// ``Tally/records(to:status:)`` keys it (by recipient only while queued or failed).
-    static func recordDeltas(oldTo: String, old: String, newTo: String, new: String) -> String {
-        """
-            (CASE WHEN \(old) = \(new) AND (\(old) NOT IN ('queued', 'failed') OR \(oldTo) = \(newTo)) THEN ''
-                  ELSE \(figure(oldTo, old, "-1")) || \(figure(newTo, new, "1")) END)
-            """
-    }
-
-    /// SQL: the log text adding `n` (`1` or `-1`) to the figure of records to `to`
-    /// with `status` (SQL expressions).
-    static func figure(_ to: String, _ status: String, _ n: String) -> String {
-        let a = "(CASE WHEN \(status) IN ('queued', 'failed') THEN \(to) ELSE '' END)"
-        return "('m' || octet_length(\(a)) || ':' || \(a) || octet_length(\(status)) || ':' || \(status) || '\(n);')"
-    }
 
     /// SQL: appends one log row with the text of `deltas` (an expression over the
     /// rows of CTE `source`) when it is not empty, returning its seq.
