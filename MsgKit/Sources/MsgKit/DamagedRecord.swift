@@ -21,7 +21,7 @@ extension EncodedMessage {
         if let s = String(validating: text, as: UTF8.self) {
             m.extra = [JSONValue.Member(Message.damagedRecordKey, .string(s))]
         } else {
-            m.extra = [JSONValue.Member(Message.damagedRecordKey + "_hex", .string(hex(text)))]
+            m.extra = [JSONValue.Member(Message.damagedRecordKey + "_hex", .string(Hex.encode(text)))]
         }
         return EncodedMessage(m)
     }
@@ -36,17 +36,6 @@ extension EncodedMessage {
         } catch {
             return .damaged(id: id, to: to, createdAt: createdAt, text: text, error: error, now: now)
         }
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
