@@ -219,9 +219,7 @@ final class Claimer {
     /// - Returns: how many were put back.
     func putBack(_ items: [Claimed]) throws(MsgError) -> Int {
         guard !items.isEmpty else { return 0 }
-        let applied = try outage.retrying("putting messages back") { () throws(MsgError) in
-            try store.update(items.map { Change($0.original, expected: .sending) })
-        }
+        let applied = try store.update(items.map { Change($0.original, expected: .sending) })
         // Queued again where the scan has been: what a breaker or a pause puts back
         // is held in the scan until its time (a wake that starts it again); what a
         // stop puts back ends the run.
@@ -252,14 +250,12 @@ final class Claimer {
             if options.rules.key == .recipient && options.countsHeld {
                 if options.targets == nil && !tallyRead {
                     tallyRead = true
-                    tally = try outage.retrying("counting") { () throws(MsgError) in try store.counts(now: clock(), excluding: [])?.tally }
+                    tally = try store.counts(now: clock(), excluding: [])?.tally
                 }
                 if let counted = tally?.records(statuses: options.statuses, to: key) {
                     n = counted
                 } else {
-                    n = try outage.retrying("counting") { () throws(MsgError) in
-                        try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))
-                    }
+                    n = try store.count(Query(statuses: options.statuses, to: key, ids: options.targets.map(Set.init)))
                 }
             }
             out.append((key, hold, n))

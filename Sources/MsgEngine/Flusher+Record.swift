@@ -11,8 +11,9 @@ extension Flusher {
     /// thrown at the end), prints no more and tells `stop`: the outcomes are recorded
     /// all the same and nothing is left `sending`.
     func record(_ o: Dispatcher.Outcomes, _ claimer: Claimer, _ dispatcher: Dispatcher, into summary: inout Summary) throws(MsgError) {
-        // Compare-and-set: written again after an outage, an outcome is never recorded twice.
-        let applied = try outage.retrying("recording outcomes") { () throws(MsgError) in try store.update(o.changes) }
+        // Compare-and-set: written again after an outage (``OutageRidingStore``), an
+        // outcome is never recorded twice.
+        let applied = try store.update(o.changes)
         faults.pass(.afterSent, count: o.changes.count)
         writer.flushEveryLine = false
         let now = clock()

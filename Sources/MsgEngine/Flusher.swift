@@ -51,7 +51,10 @@ public final class Flusher {
         public init() {}
     }
 
-    let store: any Store
+    /// The store as opened, and as this run uses it: through the outage when there
+    /// is one (``OutageRidingStore``).
+    private let opened: any Store
+    private(set) var store: any Store
     /// The claims' place in the queue, kept from one run to the next (``run(progress:)``).
     private let scan = ClaimScan()
     let transport: any Transport
@@ -68,8 +71,12 @@ public final class Flusher {
     let unit: @Sendable () -> Double
     /// Where state changes worth telling go (`--events`, `--on-event`), if anywhere.
     let events: EventSink?
-    /// Rides out a store that cannot be reached (`flush --watch`); nil: its error ends the run.
-    public var outage: StoreOutage?
+    /// Rides out a store that cannot be reached (`flush --watch`): every store call
+    /// goes through it (``OutageRidingStore``), and a claim is planned afresh and made
+    /// again (``Claimer``); nil: the store's error ends the run.
+    public var outage: StoreOutage? {
+        didSet { store = outage.map { OutageRidingStore(opened, outage: $0) } ?? opened }
+    }
     /// Tells failures, dead messages and recoveries on stderr as they happen
     /// (`flush --watch`, for the journal); nil: the run's summary tells them.
     public var outcomeLog: OutcomeLog?
@@ -85,6 +92,7 @@ public final class Flusher {
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
                 sleep: @escaping @Sendable (MsgDuration) -> Void = { usleep(useconds_t(max(0, $0.milliseconds) * 1000)) },
                 unit: (@Sendable () -> Double)? = nil, events: EventSink? = nil) {
+        opened = store
         self.store = store
         self.events = events
         self.stop = stop
@@ -125,9 +133,7 @@ public final class Flusher {
         let started = clock()
         let hintKind = ScanHint.kind(options)
         if scan.isFresh, let hintKind, let hints = store.capabilities.floors {
-            try outage.retrying("reading where the last run stopped") { () throws(MsgError) in
-                if let text = try hints.scanHint(hintKind) { _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints) }
-            }
+            if let text = try hints.scanHint(hintKind) { _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints) }
         }
         let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage, scan: scan)
         // A run that ends early leaves a scan this one cannot vouch for.
@@ -284,12 +290,12 @@ public final class Flusher {
 
     /// The earliest time a message this command takes becomes due, if any is waiting.
     public func nextDue() throws(MsgError) -> Timestamp? {
-        try outage.retrying("waiting") { () throws(MsgError) in try store.nextDue(options.statuses, after: clock()) }
+        try store.nextDue(options.statuses, after: clock())
     }
 
     /// The store's change token (``Store/changeToken()``), through the outage when there is one.
     public func changeToken() throws(MsgError) -> UInt64? {
-        try outage.retrying("waiting") { () throws(MsgError) in try store.changeToken() }
+        try store.changeToken()
     }
 
     /// The destinations that held messages back, one line each (breaker open,
