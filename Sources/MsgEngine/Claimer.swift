@@ -46,7 +46,9 @@ final class Claimer {
     private var attempted: Set<String> = []
     private let remember: Bool
 
-    /// Rides out a store that cannot be reached (`flush --watch`); nil: its error ends the run.
+    /// Rides out a store that cannot be reached (`flush --watch`): a claim, which the
+    /// store (an ``OutageRidingStore``) does not make again, is planned afresh and
+    /// made again here; nil: its error ends the run.
     let outage: StoreOutage?
 
     /// - Parameters: `scan`, what the run before left (a new scan by default).

@@ -50,7 +50,7 @@ public final class OutageRidingStore: Store {
     }
 
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
-        try outage.retrying("recording outcomes") { () throws(MsgError) in try inner.update(changes) }
+        try outage.retrying("updating messages") { () throws(MsgError) in try inner.update(changes) }
     }
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
