@@ -174,12 +174,11 @@ struct RowEffects {
     var createdMinute: [Int64] = []
     var createdN: [Int64] = []
     /// The leaves, all one after another in one value (the statement's run as it is
-    /// when every row applies), each row's at `leafAt`, `leafLength` long, `leafCount`
-    /// of them, and their list entries `@.ORDINAL` (`@` standing for the run).
+    /// when every row applies), each row's at `leafAt`, `leafLength` long, and their
+    /// list entries `@.ORDINAL` (`@` standing for the run).
     var leaves: [UInt8] = []
     var leafAt: [Int32] = []
     var leafLength: [Int32] = []
-    var leafCount: [Int32] = []
     var refs: [String] = []
     /// The leaves given so far.
     var run = 0
@@ -198,7 +197,6 @@ struct RowEffects {
         }
         leafAt.append(Int32(clamping: leaves.count))
         leafLength.append(Int32(clamping: e.leaves.count))
-        leafCount.append(Int32(clamping: e.leafCount))
         leaves.append(contentsOf: e.leaves)
         refs.append((0..<e.leafCount).map { "@.\(run + $0)" }.joined(separator: " "))
         run += e.leafCount
