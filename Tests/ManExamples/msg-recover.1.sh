@@ -8,8 +8,9 @@ msg flush --batch 10 --transport 'exec:/bin/true?concurrency=1' > /dev/null 2>&1
 await "messages sending" sh -c '[ "$(msg queue count --status sending)" -gt 0 ]'
 kill -9 $flush; wait $flush 2> /dev/null || true
 left=$(msg queue count --status sending)
-# Recover takes what has been sending for over 5 s (--stale-after).
-await "the sending ones stale" sh -c 'msg recover --dry-run 2>&1 | grep -q would'
+# Recover takes what has been sending for over 5 s (--stale-after): claimed at
+# different times, they grow stale one claim after another, so wait for all.
+await "the sending ones stale" sh -c "msg recover --dry-run 2>&1 | grep -q '^msg: would recover $left messages'"
 
 msg recover --dry-run 2> said
 grep -q "^msg: would recover $left messages" said || fail "the dry run says what it would do: $(cat said)"
