@@ -79,6 +79,12 @@ public struct Tally: Sendable, Equatable {
         raw[key, default: 0] += n
     }
 
+    /// How many figures (zeros among them) it holds.
+    var count: Int { raw.count }
+
+    /// Makes room for `n` figures.
+    mutating func reserveCapacity(_ n: Int) { raw.reserveCapacity(n) }
+
     /// Forgets every figure, keeping the room they took (a store reuses one `Tally`
     /// for each of its commits).
     public mutating func removeAll() {
