@@ -32,7 +32,7 @@ public struct Composer {
     public func run(to: String?, body: String?, progress: Progress? = nil) throws(MsgError) -> Int32 {
         if let body, let to {
             let text = body == "-" ? try readBody() : body
-            let r = try RecordPipeline.encode(try drafts.make(to: to, body: text)).get()
+            let r = try RecordPipeline.encode(try drafts.make(to: to, body: text), store: store != nil).get()
             if let store, let stored = try store.add([r]).first, !stored.inserted {
                 try writer.write(stored.message)
             } else {

@@ -53,11 +53,12 @@ public struct RecordPipeline {
     ///   before that are stored, the failed batch is not.
     public func run(_ reader: inout NDJSONReader, progress: Progress? = nil) throws(MsgError) -> Summary {
         var summary = Summary()
+        let stores = store != nil
         if onError == .abort {
             var all: [EncodedMessage] = []
             while let lines = try reader.nextBatch() {
                 for line in lines {
-                    switch Self.parse(line, decode).flatMap(Self.encode) {
+                    switch Self.parse(line, decode).flatMap({ Self.encode($0, store: stores) }) {
                     case .success(let r): all.append(r)
                     case .failure(let e):
                         reporter.badLine(line.number, e)
@@ -83,7 +84,7 @@ public struct RecordPipeline {
                     var bad: [(Int, MsgError)] = []
                     messages.reserveCapacity(lines.count)
                     for line in lines {
-                        switch Self.parse(line, decode).flatMap(Self.encode) {
+                        switch Self.parse(line, decode).flatMap({ Self.encode($0, store: stores) }) {
                         case .success(let r): messages.append(r)
                         case .failure(let e): bad.append((line.number, e))
                         }
@@ -126,8 +127,10 @@ public struct RecordPipeline {
 
     /// Encodes a record, refusing one over ``RecordLimits/maxRecordBytes``: every
     /// record msg accepts is one its transports deliver.
-    static func encode(_ m: Message) -> Result<EncodedMessage, MsgError> {
-        let r = EncodedMessage(m)
+    /// With `store`, the ledger's leaf is made here too (on the reading thread, not
+    /// before the commit); only echoed, nothing is hashed.
+    static func encode(_ m: Message, store: Bool) -> Result<EncodedMessage, MsgError> {
+        let r = store ? EncodedMessage(m, preparingLedger: true) : EncodedMessage(m)
         return r.json.count > RecordLimits.maxRecordBytes ? .failure(RecordLimits.tooLarge(r.json.count)) : .success(r)
     }
 

@@ -138,3 +138,37 @@ import Testing
         #expect(rec.take().tally == tally)
     }
 }
+
+/// ``LedgerPrep``: the leaf made on the reading thread is the one the store would
+/// have made before its commit, and a batch takes it only for its own kind of change.
+@Suite struct LedgerPrepTests {
+    @Test func aLeafMadeBeforehandIsTheOneMadeAtTheCommit() throws {
+        let records = (0..<100).map { Fixtures.message($0, to: "to\($0 % 7)") }
+        let prepared = records.map { EncodedMessage($0, preparingLedger: true) }
+        let plain = records.map { EncodedMessage($0) }
+        #expect(prepared == plain, "the same record text")
+        let made = LedgerPrep.batch(prepared, stored: true)
+        let fresh = LedgerPrep.batch(plain, stored: true)
+        #expect(made.map(\.print) == fresh.map(\.print))
+        #expect(made.map(\.leaf) == fresh.map(\.leaf))
+        for (r, p) in zip(plain, made) {
+            var state: [UInt8] = []
+            try LedgerLeaf.state(of: r).write(to: &state)
+            #expect(p.leaf == state, "a record stored anew: its whole state")
+        }
+    }
+
+    @Test func aBatchOfBothKindsKeepsItsOrderAndMakesWhatWasNotMade() throws {
+        var records: [EncodedMessage] = []
+        for i in 0..<130 {
+            var m = Fixtures.message(i, to: "x")
+            try m.transition(to: .sending, event: "attempt", at: Fixtures.t0.adding(.seconds(1)))
+            // Every third prepared for a record stored anew: not this change's leaf.
+            records.append(i % 3 == 0 ? EncodedMessage(m, preparingLedger: true) : EncodedMessage(m))
+        }
+        let preps = LedgerPrep.batch(records, stored: false)
+        for (r, p) in zip(records, preps) {
+            #expect(p.leaf == (try LedgerLeaf.bytes(r, entry: r.message.history.count - 1)), "its last entry, in its place")
+        }
+    }
+}

@@ -29,6 +29,20 @@ public struct EncodedMessage: Sendable, Equatable {
         self.init(message: message, json: json, historyOffset: offset)
     }
 
+    /// Encodes `message` and makes what its change needs of the ledger
+    /// (``LedgerPrep``) here, on the caller's thread, for a record about to be
+    /// stored anew (`stored`) or to replace its row: a store's
+    /// ``LedgerPrep/batch(_:stored:)`` then takes it instead of hashing before its
+    /// commit (`queue add` makes it on the thread that decodes the next batch).
+    public init(_ message: Message, preparingLedger stored: Bool) {
+        let (json, offset) = RecordLayout.encode(message)
+        self.json = json
+        self.historyOffset = offset
+        let unprepared = Box(message)
+        let r = EncodedMessage(box: unprepared, json: json, historyOffset: offset)
+        self.box = Box(message, prep: LedgerPrep(r, stored: stored), stored: stored)
+    }
+
     /// `record` with its life changed to `new`'s (status, attempts, times, error,
     /// lease) and `new`'s history events past `record`'s appended: the text is
     /// spliced (``RecordLayout/spliced(_:historyOffset:as:appending:)``), the body
@@ -51,9 +65,18 @@ public struct EncodedMessage: Sendable, Equatable {
     }
 
     private init(message: Message, json: [UInt8], historyOffset: Int) {
-        self.box = Box(message)
+        self.init(box: Box(message), json: json, historyOffset: historyOffset)
+    }
+
+    private init(box: Box, json: [UInt8], historyOffset: Int) {
+        self.box = box
         self.json = json
         self.historyOffset = historyOffset
+    }
+
+    /// What ``init(_:preparingLedger:)`` made for a change of this kind, if it did.
+    func prepared(stored: Bool) -> LedgerPrep? {
+        box.stored == stored ? box.prep : nil
     }
 
     /// Reads a record a store kept, given its text and where its history starts (nil
@@ -101,6 +124,13 @@ extension EncodedMessage {
     /// A decoded record, shared by the copies of one encoded record.
     final class Box: Sendable {
         let message: Message
-        init(_ message: Message) { self.message = message }
+        /// The ledger's part made beforehand, and for which change (``prepared(stored:)``).
+        let prep: LedgerPrep?
+        let stored: Bool
+        init(_ message: Message, prep: LedgerPrep? = nil, stored: Bool = false) {
+            self.message = message
+            self.prep = prep
+            self.stored = stored
+        }
     }
 }

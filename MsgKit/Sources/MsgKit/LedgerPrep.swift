@@ -24,8 +24,17 @@ public struct LedgerPrep: Sendable {
         return stored ? try LedgerLeaf.bytes(r, entry: nil) : n > 0 ? try LedgerLeaf.bytes(r, entry: n - 1) : []
     }
 
-    /// For each of `records`, on all cores.
+    /// For each of `records`: what ``EncodedMessage/init(_:preparingLedger:)`` made
+    /// for the change beforehand, the rest on all cores.
     public static func batch(_ records: [EncodedMessage], stored: Bool) -> [LedgerPrep] {
-        parallelMap(records) { LedgerPrep($0, stored: stored) }
+        var made: [LedgerPrep] = []
+        made.reserveCapacity(records.count)
+        for r in records {
+            guard let prep = r.prepared(stored: stored) else {
+                return parallelMap(records) { $0.prepared(stored: stored) ?? LedgerPrep($0, stored: stored) }
+            }
+            made.append(prep)
+        }
+        return made
     }
 }

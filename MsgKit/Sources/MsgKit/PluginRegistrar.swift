@@ -42,16 +42,17 @@ public final class PluginRegistrar {
     /// ``Listener/reloading`` likewise); ``LedgerLeaf`` with its format version
     /// and ``Digest`` under the ABI; the host's own types (the plugin loader, UUIDv7
     /// ids, destination keys) out of MsgKit; 8.1 the one owner of what a change
-    /// means beside its row (``ChangeRecorder``), with the ledger's hashing.
+    /// means beside its row (``ChangeRecorder``), with the ledger's hashing; 8.2 a
+    /// record's leaf made when it is encoded (``EncodedMessage/init(_:preparingLedger:)``).
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 8
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 1
+    public static let abiMinor: UInt32 = 2
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 8 << 16 | 1 }
+    @inlinable public static var compiledABIVersion: UInt32 { 8 << 16 | 2 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.
