@@ -16,11 +16,12 @@ enum ArgumentValue {
         try checked { () throws(MsgError) in try TimeArgument.parse(text) }
     }
 
-    /// A time: RFC 3339, or a delay after now (`10m`).
+    /// What makes a destination: `to`, or `header:NAME`.
     static func destinationKey(_ text: String) throws -> DestinationKey {
         try checked { () throws(MsgError) in try DestinationKey(parsing: text) }
     }
 
+    /// A time: RFC 3339, or a delay after now (`10m`).
     static func futureTime(_ text: String) throws -> Timestamp {
         try checked { () throws(MsgError) in try TimeArgument.parse(text, future: true) }
     }
@@ -58,6 +59,31 @@ enum ArgumentValue {
                 throw ValidationError("expected a whole number, \(range)")
             }
             return n
+        }
+    }
+
+    /// A receipt's status (`queue mark --status`): delivered or read.
+    static func receipt(_ text: String) throws -> Status {
+        guard let status = Status(rawValue: text), status == .delivered || status == .read else {
+            throw ValidationError("expected delivered or read")
+        }
+        return status
+    }
+
+    /// A last error's code, or `none` (`--error`).
+    static func errorMatch(_ text: String) throws -> MessageFilter.ErrorMatch {
+        try checked { () throws(MsgError) in try MessageFilter.ErrorMatch(parsing: text) }
+    }
+
+    /// A value of `cases`, by its name.
+    static func oneOf<T: CaseIterable & RawRepresentable>(_ type: T.Type) -> @Sendable (String) throws -> T where T.RawValue == String {
+        { text in
+            guard let value = T(rawValue: text) else {
+                let names = T.allCases.map(\.rawValue)
+                let said = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + names[names.count - 1]
+                throw ValidationError("expected \(said)")
+            }
+            return value
         }
     }
 

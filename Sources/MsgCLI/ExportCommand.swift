@@ -27,14 +27,19 @@ struct ExportCommand: SessionCommand {
     })
     var format: OutputFormat = .ndjson
     @Option(help: "Write to this file (atomically) and FILE.sha256.") var out: String?
-    @Option(help: "Leave a field out: body.") var redact: String?
+    /// A field an export can leave out.
+    enum Redaction: String, CaseIterable {
+        case body
+    }
+
+    @Option(help: "Leave a field out: body.", completion: .list(Redaction.allCases.map(\.rawValue)), transform: ArgumentValue.oneOf(Redaction.self))
+    var redact: Redaction?
 
     @Option(help: ArgumentHelp("With --out: FILE.proof too, each record's inclusion proof in the ledger against a checkpoint signed by this key (msg-ledger(1)).",
                                valueName: "key"))
     var proof: String?
 
     func validate() throws {
-        if let redact, redact != "body" { throw ValidationError("--redact takes 'body'") }
         if proof != nil {
             if out == nil { throw ValidationError("--proof needs --out: the proof is written beside the export") }
             if format != .ndjson { throw ValidationError("--proof needs the ndjson format: the records are proven as msg wrote them") }
@@ -54,7 +59,7 @@ struct ExportCommand: SessionCommand {
         options.query.ids = ids.map(Set.init)
         options.format = format
         options.out = out
-        options.redactBody = redact == "body"
+        options.redactBody = redact == .body
         if let proof { options.proofKey = try LedgerKeys.readPrivate(proof) }
         let console = session.console
         let n = try Exporter(store: try session.store(.read), options: options, console: console)

@@ -25,16 +25,14 @@ struct MatchOptions: ParsableArguments {
             transform: ArgumentValue.headerMatch)
     var header: (name: String, value: String?)?
 
-    @Option(help: ArgumentHelp("Only failed or dead messages whose last error has this code (\(MessageFilter.errorCodes.joined(separator: ", "))), or none: the others.", valueName: "code"))
-    var error: String?
+    @Option(help: ArgumentHelp("Only failed or dead messages whose last error has this code (\(MessageFilter.errorCodes.joined(separator: ", "))), or none: the others.", valueName: "code"),
+            completion: .list(MessageFilter.errorCodes + ["none"]), transform: ArgumentValue.errorMatch)
+    var error: MessageFilter.ErrorMatch?
 
     @Option(name: .customLong("min-attempts"), help: "Only messages with at least this many counted attempts.", transform: ArgumentValue.count(from: 1))
     var minAttempts: Int?
 
     func validate() throws {
-        if let error, error != "none", !MessageFilter.errorCodes.contains(error) {
-            throw ValidationError("--error: unknown code '\(error)'; expected one of \(MessageFilter.errorCodes.joined(separator: ", ")) or none")
-        }
         if to == "" { throw ValidationError("--to must not be empty") }
     }
 
@@ -45,7 +43,7 @@ struct MatchOptions: ParsableArguments {
 
     /// What the store's query cannot ask.
     func filter() -> MessageFilter {
-        var f = MessageFilter(errorCode: error, minAttempts: minAttempts)
+        var f = MessageFilter(lastError: error, minAttempts: minAttempts)
         if let to, MessageFilter.isPattern(to) { f.toPattern = to }
         f.header = header
         return f

@@ -92,14 +92,10 @@ struct QueueMarkCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "mark", abstract: "Apply receipts to sent messages: --status delivered or read (forward only).")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var targets: TargetOptions
-    @Option(help: "delivered or read.") var status: String
-
-    func validate() throws {
-        guard status == "delivered" || status == "read" else { throw ValidationError("--status must be delivered or read") }
-    }
+    @Option(help: "delivered or read.", completion: .list(["delivered", "read"]), transform: ArgumentValue.receipt) var status: Status
 
     func run(_ session: Session) throws {
-        let target: Status = status == "read" ? .read : .delivered
+        let target = status
         try runChange(session, targets) { (q, ids) throws(MsgError) in try q.mark(ids, as: target) }
     }
 }

@@ -72,14 +72,16 @@ struct QueueStatsCommand: SessionCommand {
     static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count messages per status (and destination) and age bucket.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
-    @Option(help: ArgumentHelp("status, or destination: a row per destination and status, busiest first.", valueName: "grouping"))
-    var by = "status"
+    /// What a row of `queue stats` counts.
+    enum Grouping: String, CaseIterable {
+        case status, destination
+    }
+
+    @Option(help: ArgumentHelp("status, or destination: a row per destination and status, busiest first.", valueName: "grouping"),
+            completion: .list(Grouping.allCases.map(\.rawValue)), transform: ArgumentValue.oneOf(Grouping.self))
+    var by = Grouping.status
     @Option(help: ArgumentHelp("With --by destination: to, header:NAME (as flush --key).", valueName: "key"), transform: ArgumentValue.destinationKey)
     var key = DestinationKey.recipient
-
-    func validate() throws {
-        if by != "status" && by != "destination" { throw ValidationError("--by is status or destination, got '\(by)'") }
-    }
 
     func run(_ session: Session) throws {
         let operations = QueueOperations(store: try session.store(.read), reporter: session.reporter)
@@ -87,7 +89,7 @@ struct QueueStatsCommand: SessionCommand {
         // One row per status (and destination): its total, then its count per age bucket.
         let counts: [(labels: [String], counts: [Int])]
         let labels: [String]
-        if by == "destination" {
+        if by == .destination {
             labels = ["destination", "status"]
             counts = try operations.stats(by: key).map { ([$0.destination, $0.status.rawValue], [$0.buckets.reduce(0, +)] + $0.buckets) }
         } else {

@@ -45,7 +45,10 @@ import Testing
             ("msg flush --watch --to x@y", "msg: --watch sends every message that becomes due; a filter (--to, --header…) is for one run (see msg flush --help)"),
             // A negative value is a value, not a missing one.
             ("msg queue ls --min-attempts -1", "msg: The value '-1' is invalid for '--min-attempts <min-attempts>': expected a whole number, 1 or more (see msg queue ls --help)"),
-            ("msg queue ls --error bogus", "msg: --error: unknown code 'bogus'; expected one of rate_limited, rejected, remote, timeout, unreachable, expired, corrupt or none (see msg queue ls --help)"),
+            ("msg queue ls --error bogus", "msg: The value 'bogus' is invalid for '--error <code>': unknown code 'bogus'; expected one of rate_limited, rejected, remote, timeout, unreachable, expired, corrupt or none (see msg queue ls --help)"),
+            ("msg queue mark --status sent x", "msg: The value 'sent' is invalid for '--status <status>': expected delivered or read (see msg queue mark --help)"),
+            ("msg queue stats --by recipient", "msg: The value 'recipient' is invalid for '--by <grouping>': expected status or destination (see msg queue stats --help)"),
+            ("msg export --redact headers", "msg: The value 'headers' is invalid for '--redact <redact>': expected body (see msg export --help)"),
             ("msg flush --deadline 3x", "msg: The value '3x' is invalid for '--deadline <deadline>': invalid duration '3x': unknown unit 'x'; write a number and a unit (ms, s, m, h, d, w), e.g. 250ms, 5s, 2m, 1h, 7d, 2w (see msg flush --help)"),
             // Every count option is read by one rule (ArgumentValue.count).
             ("msg queue ls --limit -1", "msg: The value '-1' is invalid for '--limit <limit>': expected a whole number, 1 or more (see msg queue ls --help)"),

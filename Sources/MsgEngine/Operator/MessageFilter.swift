@@ -14,23 +14,43 @@ public struct MessageFilter: Sendable, Equatable {
     /// A header that must be there (`--header NAME`), with this value when given
     /// (`--header NAME=VALUE`); names compare case-insensitively, as headers do.
     public var header: (name: String, value: String?)?
-    /// The code of the last error of a failed or dead message (`--error remote`);
-    /// `none`: a message that is neither, or has no error.
-    public var errorCode: String?
+    /// The last error of a failed or dead message (`--error remote`), or none
+    /// (`--error none`: a message that is neither, or has no error).
+    public var lastError: ErrorMatch?
     /// At least this many counted attempts.
     public var minAttempts: Int?
 
-    public init(header: (name: String, value: String?)? = nil, errorCode: String? = nil, minAttempts: Int? = nil) {
+    public init(header: (name: String, value: String?)? = nil, lastError: ErrorMatch? = nil, minAttempts: Int? = nil) {
         self.header = header
-        self.errorCode = errorCode
+        self.lastError = lastError
         self.minAttempts = minAttempts
     }
 
     /// Whether it asks nothing (the store's query is the whole filter).
-    public var isEmpty: Bool { toPattern == nil && header == nil && errorCode == nil && minAttempts == nil }
+    public var isEmpty: Bool { toPattern == nil && header == nil && lastError == nil && minAttempts == nil }
 
     /// The codes a last error has (`last_error.code`), for `--error`.
     public static let errorCodes = ["rate_limited", "rejected", "remote", "timeout", "unreachable", "expired", "corrupt"]
+
+    /// What `--error` asks of a message's last error.
+    public enum ErrorMatch: Sendable, Equatable {
+        /// This code (one of ``MessageFilter/errorCodes``).
+        case code(String)
+        /// No last error (or a status that keeps none).
+        case none
+
+        /// `none`, or one of ``MessageFilter/errorCodes``.
+        /// - Throws: `usage` for anything else, naming what is.
+        public init(parsing text: String) throws(MsgError) {
+            if text == "none" {
+                self = .none
+            } else if MessageFilter.errorCodes.contains(text) {
+                self = .code(text)
+            } else {
+                throw MsgError(.usage, "unknown code '\(text)'; expected one of \(MessageFilter.errorCodes.joined(separator: ", ")) or none")
+            }
+        }
+    }
 
     /// Whether `text` is a shell pattern rather than a plain recipient.
     public static func isPattern(_ text: String) -> Bool {
@@ -44,16 +64,19 @@ public struct MessageFilter: Sendable, Equatable {
             guard let value = m.headers.first(where: { $0.key.lowercased() == name })?.value else { return false }
             if let want = header.value, value != want { return false }
         }
-        if let errorCode {
+        if let lastError {
             // The last error of what failed: a message sent after a failure has none.
             let code = m.status == .failed || m.status == .dead ? m.lastError?.code : nil
-            if errorCode == "none" ? code != nil : code != errorCode { return false }
+            switch lastError {
+            case .none: if code != nil { return false }
+            case .code(let want): if code != want { return false }
+            }
         }
         if let minAttempts, m.attempts < minAttempts { return false }
         return true
     }
 
     public static func == (a: MessageFilter, b: MessageFilter) -> Bool {
-        a.toPattern == b.toPattern && a.header?.name == b.header?.name && a.header?.value == b.header?.value && a.errorCode == b.errorCode && a.minAttempts == b.minAttempts
+        a.toPattern == b.toPattern && a.header?.name == b.header?.name && a.header?.value == b.header?.value && a.lastError == b.lastError && a.minAttempts == b.minAttempts
     }
 }
