@@ -72,23 +72,9 @@ struct FlushCommand: SessionCommand {
         }
         defer { server?.stop() }
         let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
-        if !watch { summary.reportHolds(to: session.reporter) }
-        try checkpoint.write(checkpointSeed, session)
-        let noneTaken = try reportNotTaken(summary, session, taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"],
-                                           explicit: explicit)
-        summary.reportDamaged(in: session.settings.store, to: session.reporter)
-        // Stopped on request: SIGINT or SIGTERM ends --watch as asked (exit 0); it
-        // interrupts a plain flush, which then ends as the signal would have ended it.
-        if let stopped = summary.stopped {
-            if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
-            // Stopped as asked, a watch has done its job, whatever waits for later.
-            return try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
-        }
-        if let line = summary.failureLine { session.console.say(line) }
-        // The transport cannot deliver as configured: what was not attempted is back
-        // in the queue as it was; the error is the command's (78).
-        if let error = summary.misconfigured { throw error }
-        try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
+        try RunEnding(taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"], explicit: explicit,
+                      badLines: badLines, watch: watch)
+            .end(summary, session, checkpoint: checkpoint, seed: checkpointSeed)
     }
 }
 
@@ -99,34 +85,4 @@ func noneMatch(_ ids: [String]?, filtered: Bool, verb: String, badLines: Int, _ 
     session.reporter.say("\(verb): 0 messages match")
     try finish(badLines > 0 ? 65 : 0)
     return true
-}
-
-/// Says why each given id that `flush` or `retry` did not take was left (up to ten,
-/// then a count): no such message, another status, or not due yet. Of messages a
-/// filter chose (`explicit` false), only how many were not due, on one line.
-/// - Returns: whether none of the given ids could be taken (then the exit is 65).
-/// `notDue` and `other` add what to do instead, when there is something.
-func reportNotTaken(_ summary: Flusher.Summary, _ session: Session, taking status: Status, notDue: String,
-                    other: [Status: String], explicit: Bool = true) throws -> Bool {
-    guard !summary.notTaken.isEmpty else { return false }
-    guard explicit else {
-        let n = summary.notTaken.count
-        let now = status == .failed ? "; retry --now sends them now" : ""
-        session.reporter.say("\(n) matching message\(n == 1 ? " was" : "s were") not taken: not due yet, or changed meanwhile\(now)")
-        return false
-    }
-    let store = try session.store(.read)
-    for id in summary.notTaken.prefix(10) {
-        guard let m = try store.get(id)?.message else {
-            session.reporter.say("\(id): no such message")
-            continue
-        }
-        if m.status != status {
-            session.reporter.say("\(id): it is \(m.status.rawValue), not \(status.rawValue)\(other[m.status].map { "; " + $0 } ?? "")")
-        } else if let due = m.dueAt {
-            session.reporter.say("\(id): not due until \(due)\(notDue.isEmpty ? "" : "; " + notDue)")
-        }
-    }
-    if summary.notTaken.count > 10 { session.reporter.say("… and \(summary.notTaken.count - 10) more given messages not taken") }
-    return summary.sent + summary.deferred + summary.dead == 0
 }

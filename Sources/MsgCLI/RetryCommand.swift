@@ -82,17 +82,9 @@ struct RetryCommand: SessionCommand {
                                   options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
             .run(progress: session.console.progress("retried"))
-        summary.reportHolds(to: session.reporter)
-        try checkpoint.write(checkpointSeed, session)
-        let noneTaken = try reportNotTaken(summary, session, taking: .failed, notDue: "retry --now sends it now",
-                                           other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"], explicit: explicit)
-        summary.reportDamaged(in: session.settings.store, to: session.reporter)
-        if let stopped = summary.stopped {
-            if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
-            return try finish(stopped.exitStatus)
-        }
-        if let line = summary.failureLine { session.console.say(line) }
-        if let error = summary.misconfigured { throw error }
-        try finish(badLines > 0 || noneTaken ? 65 : summary.exitCode)
+        try RunEnding(taking: .failed, notDue: "retry --now sends it now",
+                      other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"], explicit: explicit,
+                      badLines: badLines)
+            .end(summary, session, checkpoint: checkpoint, seed: checkpointSeed)
     }
 }
