@@ -6,14 +6,21 @@ import MsgKit
 /// What a run takes from the store and gives back (docs/DESIGN.md 6): claims in
 /// FIFO order under a lease through a ``DestinationPlanner``, the run's lessons
 /// about its destinations, what it has in flight, and put-backs.
-final class Claimer {
+package final class Claimer {
     /// A claimed record, the record as it was before (to put back), whether it is a
     /// breaker's probe.
-    struct Claimed: Sendable {
-        let record: EncodedMessage
-        let original: EncodedMessage
-        let key: String
-        let probe: Bool
+    package struct Claimed: Sendable {
+        package let record: EncodedMessage
+        package let original: EncodedMessage
+        package let key: String
+        package let probe: Bool
+
+        package init(record: EncodedMessage, original: EncodedMessage, key: String, probe: Bool) {
+            self.record = record
+            self.original = original
+            self.key = key
+            self.probe = probe
+        }
     }
 
     /// What one claim gave.

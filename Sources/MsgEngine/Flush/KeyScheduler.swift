@@ -14,8 +14,8 @@ import Synchronization
 /// time, so it never has two messages in flight, and its messages go in the order
 /// they were claimed. A destination whose slice had a failure is handed on only once
 /// its outcomes are recorded (its breaker may have opened).
-final class KeyScheduler: Sendable {
-    typealias Item = Claimer.Claimed
+package final class KeyScheduler: Sendable {
+    package typealias Item = Claimer.Claimed
 
     private struct State {
         /// Waiting messages in claim order; nil where one was taken.
@@ -91,9 +91,9 @@ final class KeyScheduler: Sendable {
     private let wakeup = DispatchSemaphore(value: 0)
     private let workers: Int
 
-    init(workers: Int) { self.workers = workers }
+    package init(workers: Int) { self.workers = workers }
 
-    func add(_ items: [Item]) {
+    package func add(_ items: [Item]) {
         guard !items.isEmpty else { return }
         state.withLock { s in
             s.items.reserveCapacity(s.items.count + items.count)
@@ -104,7 +104,7 @@ final class KeyScheduler: Sendable {
     }
 
     /// Waits for a slice of up to `size` messages; nil once closed.
-    func take(size: Int, parallelism: Int) -> [Item]? {
+    package func take(size: Int, parallelism: Int) -> [Item]? {
         while true {
             let slice = state.withLock { s -> [Item]? in
                 if s.closed { return nil }
@@ -121,17 +121,17 @@ final class KeyScheduler: Sendable {
     }
 
     /// Whether several workers share the work (then `take` holds the keys it hands out).
-    var shared: Bool { workers > 1 }
+    package var shared: Bool { workers > 1 }
 
     /// Holds `keys` until ``done(_:)``: with one worker, a destination whose slice
     /// failed waits for its outcomes to be recorded.
-    func hold(_ keys: Set<String>) {
+    package func hold(_ keys: Set<String>) {
         guard !keys.isEmpty else { return }
         state.withLock { $0.active.formUnion(keys) }
     }
 
     /// A worker is done with these keys: their waiting messages may go again.
-    func done(_ keys: Set<String>) {
+    package func done(_ keys: Set<String>) {
         guard !keys.isEmpty else { return }
         let waiting = state.withLock { s -> Int in
             s.active.subtract(keys)
@@ -141,14 +141,14 @@ final class KeyScheduler: Sendable {
     }
 
     /// Marks `key` as failing lately (one message per slice) or not.
-    func setCautious(_ key: String, _ cautious: Bool) {
+    package func setCautious(_ key: String, _ cautious: Bool) {
         state.withLock { s in
             if cautious { s.cautious.insert(key) } else { s.cautious.remove(key) }
         }
     }
 
     /// Takes back what waits for `key` (its breaker opened, or it was paused).
-    func withdraw(_ key: String) -> [Item] {
+    package func withdraw(_ key: String) -> [Item] {
         state.withLock { s in
             var back: [Item] = []
             for i in s.head..<s.items.count {
@@ -164,7 +164,7 @@ final class KeyScheduler: Sendable {
     }
 
     /// Takes back everything waiting.
-    func withdrawAll() -> [Item] {
+    package func withdrawAll() -> [Item] {
         state.withLock { s in
             let back = s.items[s.head...].compactMap { $0 }
             s.items = []
@@ -175,7 +175,7 @@ final class KeyScheduler: Sendable {
     }
 
     /// Ends the workers (after what they hold).
-    func close() {
+    package func close() {
         state.withLock { $0.closed = true }
         for _ in 0..<workers { wakeup.signal() }
     }
