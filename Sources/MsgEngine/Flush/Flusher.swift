@@ -116,100 +116,93 @@ public final class Flusher {
         }
     }
 
-    /// The most messages claimed and not yet recorded.
-    var maxPending: Int { options.batchSize * 2 }
-
     /// Sends everything due now, until done or asked to stop.
     /// - Throws: store errors; a transport that cannot be opened for a worker.
     ///
-    /// The life of a run: claim a batch and hand it to the workers; record the
-    /// outcomes as they come back, putting back what waits for a destination whose
-    /// breaker opened or that asked for a pause; claim again while fewer than a
-    /// batch are pending; when nothing is due but a destination will be within the
-    /// run's patience (a token, a pause's end), wait for it. On a stop request,
+    /// The run's decisions are its state machine's (``FlushRun``): claim a batch and
+    /// hand it to the workers; record the outcomes as they come back, putting back
+    /// what waits for a destination whose breaker opened or that asked for a pause;
+    /// wait for a destination due within the run's patience. On a stop request,
     /// nothing more is claimed and what was claimed but not attempted goes back
     /// exactly as it was. The lessons of the last outcomes are stored before it ends.
     public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
         let started = clock()
-        let hintKind = ScanHint.kind(options)
-        if scan.isFresh, let hintKind, let hints = store.capabilities.floors {
-            if let text = try hints.scanHint(hintKind) { _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints) }
+        if scan.isFresh, let kind = ScanHint.kind(options), let hints = store.capabilities.floors,
+           let text = try hints.scanHint(kind) {
+            _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints)
         }
         let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage, scan: scan)
         // A run that ends early leaves a scan this one cannot vouch for.
         var ended = false
         defer { if !ended { scan.rewind() } }
-        let misconfigured = FirstError()
         outputError = nil
         defer { progress?.finish() }
         if let progress, progress.isShown { progress.total = try dueCount() }
-        var transports = [transport]
-        if let openTransport {
-            while transports.count < options.concurrency { transports.append(try openTransport()) }
-        }
-        let dispatcher = Dispatcher(transports: transports, delivery: Dispatcher.Delivery(
+        let misconfigured = FirstError()
+        let dispatcher = Dispatcher(transports: try transports(), delivery: Dispatcher.Delivery(
             policy: policy, faults: faults, clock: clock, unit: unit, deadline: options.deadline, batchSize: options.batchSize,
             stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter()))
         defer { dispatcher.close() }
         var summary = Summary()
-        var remaining = options.limit ?? Int.max
-        var pending = 0
-        var stopping = false
-        var claimAgain = true
-        var bucket = DestinationState()
-        var paceWake: Timestamp?
-        while true {
-            if !stopping && (stop.reason != nil || misconfigured.error != nil) {
-                stopping = true
-                let back = dispatcher.scheduler.withdrawAll()
-                pending -= back.count
-                summary.released += try claimer.putBack(back)
+        var machine = FlushRun(batchSize: options.batchSize, limit: options.limit, maxWait: options.maxWait, pace: options.pace)
+        while try step(&machine, claimer, dispatcher, misconfigured, into: &summary) {}
+        try end(claimer, started: started, remaining: machine.remaining, misconfigured, into: &summary)
+        ended = true
+        return summary
+    }
+
+    /// The run's transport, and one more for each delivery worker past the first.
+    private func transports() throws(MsgError) -> [any Transport] {
+        var transports = [transport]
+        if let openTransport {
+            while transports.count < options.concurrency { transports.append(try openTransport()) }
+        }
+        return transports
+    }
+
+    /// Does what the run's state machine says next, and tells it what came of it.
+    /// - Returns: false when the run is over.
+    private func step(_ machine: inout FlushRun, _ claimer: Claimer, _ dispatcher: Dispatcher, _ misconfigured: FirstError,
+                      into summary: inout Summary) throws(MsgError) -> Bool {
+        switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil, scanWake: claimer.scan.wake) {
+        case .withdrawAll:
+            let back = dispatcher.scheduler.withdrawAll()
+            machine.withdrew(back.count)
+            summary.released += try claimer.putBack(back)
+        case .claim(let limit):
+            let round = try claimer.claim(limit: limit)
+            say(round, into: &summary)
+            summary.damaged += round.damaged
+            record(expired: round.expired, into: &summary)
+            machine.claimed(taken: round.taken.count, expired: round.expired.count)
+            dispatcher.add(round.taken)
+        case .wait(let until):
+            waitUntil(until)
+        case .receive(let until):
+            guard let outcome = dispatcher.receive(milliseconds: until.map { $0.milliseconds - clock().milliseconds }) else {
+                machine.timedOut()
+                return true
             }
-            if !stopping && claimAgain && remaining > 0 && pending <= maxPending / 2 {
-                let want = paced(min(options.batchSize, remaining, maxPending - pending), bucket: &bucket, wake: &paceWake)
-                let round = want > 0 ? try claimer.claim(limit: want) : Claimer.Round()
-                say(round, into: &summary)
-                summary.damaged += round.damaged
-                record(expired: round.expired, into: &summary)
-                remaining -= round.taken.count + round.expired.count
-                if !round.taken.isEmpty || !round.expired.isEmpty {
-                    pending += round.taken.count
-                    dispatcher.add(round.taken)
-                    continue
-                }
-                claimAgain = false
-                if want > 0 { paceWake = nil }  // nothing more is due: no token to wait for
-            }
-            if pending == 0 {
-                if !stopping, remaining > 0, let until = paceWake {
-                    waitUntil(until)
-                    claimAgain = true
-                    continue
-                }
-                guard !stopping, remaining > 0, let until = claimer.scan.wake else { break }
-                if until.milliseconds - clock().milliseconds > options.maxWait.milliseconds { break }
-                waitUntil(until)
-                claimAgain = true
-                continue
-            }
-            // With a destination to wait for, outcomes are awaited only until then.
-            let wake = stopping ? nil : [claimer.scan.wake, paceWake].compactMap { $0 }.min()
-            guard let outcome = dispatcher.receive(milliseconds: wake.map { $0.milliseconds - clock().milliseconds }) else {
-                claimAgain = true
-                continue
-            }
-            pending -= outcome.changes.count
+            machine.received(outcome.changes.count)
             try record(outcome, claimer, dispatcher, into: &summary)
             // A destination whose breaker opened or that asked for a pause: what waits
             // for it goes back to the queue untouched.
             for key in outcome.failedKeys where claimer.putsBack(key) {
                 let back = dispatcher.scheduler.withdraw(key)
-                pending -= back.count
+                machine.withdrew(back.count)
                 _ = try claimer.putBack(back)
             }
             dispatcher.scheduler.done(outcome.failedKeys)
-            claimAgain = true
+        case .finish:
+            return false
         }
+        return true
+    }
+
+    /// The end of a run: its lessons stored, where the next run starts, what held
+    /// messages back, the scan's hint, the given ids not taken.
+    private func end(_ claimer: Claimer, started: Timestamp, remaining: Int, _ misconfigured: FirstError,
+                     into summary: inout Summary) throws(MsgError) {
         // What the last outcomes taught goes into the store now, not at the next run.
         say(try claimer.storeLessons(), into: &summary)
         // The scan is kept for the next run (`flush --watch`: a run a second, and one
@@ -226,18 +219,16 @@ public final class Flusher {
         if let outputError { throw outputError }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let hintKind, let hints = store.capabilities.floors, scan.freed.isEmpty,
+        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, scan.freed.isEmpty,
            summary.misconfigured == nil, summary.stopped == nil {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
             // and is no reason to fail a run whose every outcome is stored.
-            do { try leaveHint(hintKind, hints) } catch {}
+            do { try leaveHint(kind, hints) } catch {}
         }
         if let targets = options.targets {
             summary.notTaken = targets.filter { !claimer.took($0) }
             summary.skipped = summary.notTaken.count
         }
-        ended = true
-        return summary
     }
 
     /// Saves where the scan stopped (``ScanHint``) with the mark as of the scan's
@@ -247,22 +238,6 @@ public final class Flusher {
     private func leaveHint(_ kind: String, _ hints: any ChangeFloors) throws(MsgError) {
         guard let mark = scan.floorMark else { return }
         try hints.saveScanHint(kind, ScanHint.text(scan, mark: mark))
-    }
-
-    /// How many of `want` messages the run's pace (`retry --pace`) lets go now, taking
-    /// their tokens; when fewer, `wake` is when the next token comes. A token the
-    /// claim does not use is lost, so the pace is never passed.
-    private func paced(_ want: Int, bucket: inout DestinationState, wake: inout Timestamp?) -> Int {
-        guard let pace = options.pace else { return want }
-        let now = clock()
-        wake = nil
-        for taken in 0..<want {
-            if let next = bucket.takeToken(now: now, rate: pace) {
-                wake = next
-                return taken
-            }
-        }
-        return want
     }
 
     /// How many messages are due now (the progress line's total).
