@@ -11,11 +11,13 @@ import MsgKit
 /// it, the end of a pause, cool-down, token wait or suspension, or a message
 /// becoming due. When only another process changed the queue, and the store says
 /// where (``ChangeFloors``), it goes back only that far (``rewind(before:)``).
-final class ClaimScan {
+package final class ClaimScan {
+    package init() {}
+
     /// The last message read; the next claim starts after it. Nil: from the first.
     private(set) var position: ClaimPosition?
     /// Destinations held in this scan, with why.
-    private(set) var held: [String: DestinationBook.Hold] = [:]
+    package private(set) var held: [String: DestinationBook.Hold] = [:]
     /// Messages read and left per held destination in this scan.
     private(set) var heldCount: [String: Int] = [:]
     /// Per held destination, the furthest of its messages counted in ``heldCount``:

@@ -3,9 +3,10 @@
 #endif
 import MsgKit
 
-/// What a run takes from the store and gives back (docs/DESIGN.md 6): claims in
-/// FIFO order under a lease through a ``DestinationPlanner``, the run's lessons
-/// about its destinations, what it has in flight, and put-backs.
+/// What a run takes from the store (docs/DESIGN.md 6): claims in FIFO order under
+/// a lease through a ``DestinationPlanner``, storing the lessons of the run's
+/// outcomes with them; what the run has in flight and knows of its destinations is
+/// its ``RunNotes``, lent to each claim. What comes back is the ``OutcomeDesk``'s.
 package final class Claimer {
     /// A claimed record, the record as it was before (to put back), whether it is a
     /// breaker's probe.
@@ -43,12 +44,6 @@ package final class Claimer {
     /// (`flush --watch`, ``Flusher``).
     let scan: ClaimScan
 
-    /// Claimed and not yet recorded: ids, and per destination how many.
-    private(set) var inFlight: Set<String> = []
-    private var pendingPerKey: [String: Int] = [:]
-    /// Outcomes' lessons not yet in the store, and the states as this run knows them.
-    private var lessons: [(key: String, lesson: DestinationBook.Lesson)] = []
-    private(set) var known: [String: DestinationState] = [:]
     /// Retry takes each message once per run.
     private var attempted: Set<String> = []
     private let remember: Bool
@@ -79,12 +74,13 @@ package final class Claimer {
     var maxPerKey: Int? { options.concurrency > 1 ? max(1, options.batchSize * 2 / options.concurrency) : nil }
 
     /// Takes up to `limit` due messages, recording them `sending` in one commit with
-    /// the lessons learnt since the last claim.
-    func claim(limit: Int) throws(MsgError) -> Round {
-        let round = try outage.retrying("claiming") { () throws(MsgError) -> Round in try claimOnce(limit: limit) }
+    /// the lessons learnt since the last claim; `notes` says what is in flight and
+    /// gets what was taken.
+    func claim(limit: Int, notes: inout RunNotes) throws(MsgError) -> Round {
+        let round = try outage.retrying("claiming") { () throws(MsgError) -> Round in try claimOnce(limit: limit, notes: &notes) }
         if let outage, outage.ended != outagesSeen {
             outagesSeen = outage.ended
-            try putBackOrphans()
+            try putBackOrphans(own: notes.inFlight)
         }
         return round
     }
@@ -97,8 +93,7 @@ package final class Claimer {
     /// lost left messages `sending` under this process's lease that this run never
     /// handed to a transport. No other process takes them while this one lives, so
     /// they go back to `queued` now (a `recovered` event), to be sent once.
-    private func putBackOrphans() throws(MsgError) {
-        let own = inFlight
+    private func putBackOrphans(own: Set<String>) throws(MsgError) {
         let pid = getpid()
         let now = clock()
         _ = try outage.retrying("putting back what the outage left sending") { () throws(MsgError) in
@@ -115,25 +110,26 @@ package final class Claimer {
     }
 
     /// One claim: what failed commits nothing, so it may be made again (with a new plan).
-    private func claimOnce(limit: Int) throws(MsgError) -> Round {
+    private func claimOnce(limit: Int, notes: inout RunNotes) throws(MsgError) -> Round {
         let now = clock()
         let token = try store.changeToken()
         try restartScan(token: token, now: now)
         scan.token = token
         // Nothing can be found that the last claim did not find (``ClaimScan/exhausted``);
         // a claim that stores lessons still runs.
-        if scan.exhausted && lessons.isEmpty && limit > 0 { return Round() }
+        if scan.exhausted && notes.lessons.isEmpty && limit > 0 { return Round() }
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
         let leaseLength = MsgDuration(milliseconds: max(60_000, options.deadline.milliseconds * Int64(options.batchSize) * 2))
         let maxPerKey = self.maxPerKey
+        let perKey = notes.perKey
         let planner = DestinationPlanner(
-            book: book, scan: scan, now: now, lease: Owner.lease(now: now, duration: leaseLength), lessons: lessons, own: inFlight,
-            room: maxPerKey.map { most in { [unowned self] key in most - (self.pendingPerKey[key] ?? 0) } },
+            book: book, scan: scan, now: now, lease: Owner.lease(now: now, duration: leaseLength), lessons: notes.lessons, own: notes.inFlight,
+            room: maxPerKey.map { most in { key in most - (perKey[key] ?? 0) } },
             attempted: { [remember, attempted] id in remember && attempted.contains(id) }, faults: faults)
         let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
-        lessons = []
-        for (key, s) in planner.knownStates { known[key] = s }
+        notes.lessons = []
+        for (key, s) in planner.knownStates { notes.known[key] = s }
         scan.advance(to: result.position)
         if result.reachedEnd { scan.readToEnd() }
         if result.reachedEnd || result.taken.isEmpty {
@@ -148,8 +144,7 @@ package final class Claimer {
                 continue
             }
             let key = options.rules.key.of(r.message)
-            inFlight.insert(r.message.id)
-            if maxPerKey != nil { pendingPerKey[key, default: 0] += 1 }
+            notes.took(r.message.id, key: key)
             round.taken.append(Claimed(record: r, original: planner.originals[r.message.id] ?? r, key: key,
                                        probe: planner.probes.contains(r.message.id)))
         }
@@ -187,56 +182,9 @@ package final class Claimer {
 
     /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
     /// - Returns: that claim's round: its lines for stderr and its events.
-    func storeLessons() throws(MsgError) -> Round {
-        guard !lessons.isEmpty else { return Round() }
-        return try claim(limit: 0)
-    }
-
-    /// A message's outcome (or put-back) is recorded: it is no longer in flight.
-    func forget(_ id: String, key: String) {
-        inFlight.remove(id)
-        if maxPerKey != nil, let n = pendingPerKey[key] { pendingPerKey[key] = n > 1 ? n - 1 : nil }
-        // A hold that ends by itself (a pause, a cool-down) is woken by its time.
-        scan.free(key)
-    }
-
-    /// Notes what an outcome says about its destination: for the store at the next
-    /// claim, and for this run at once.
-    func learn(_ outcome: DeliveryOutcome, of c: Claimed, now: Timestamp) {
-        // With every message its own destination there is nothing to learn; nor from a
-        // success at a destination with nothing to forget (the common case, kept cheap).
-        if options.rules.key == .id { return }
-        if case .delivered = outcome, !c.probe, known.isEmpty || (known[c.key]?.isEmpty ?? true) { return }
-        for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
-            lessons.append((c.key, lesson))
-            var s = known[c.key] ?? DestinationState()
-            _ = book.learn(lesson, into: &s, key: c.key, now: now)
-            known[c.key] = s
-        }
-    }
-
-    /// Whether what waits for `key` must go back untouched: its breaker opened or it
-    /// asked for a pause. Then the scan holds it too, until the hold ends.
-    func putsBack(_ key: String) -> Bool {
-        guard let s = known[key] else { return false }
-        guard case .hold(let hold) = book.verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
-        scan.hold(key, hold, counting: false)
-        return true
-    }
-
-    /// Puts claimed messages back exactly as they were before their claim.
-    /// - Returns: how many were put back.
-    func putBack(_ items: [Claimed]) throws(MsgError) -> Int {
-        guard !items.isEmpty else { return 0 }
-        let applied = try store.update(items.map { Change($0.original, expected: .sending) })
-        // Queued again where the scan has been: what a breaker or a pause puts back
-        // is held in the scan until its time (a wake that starts it again); what a
-        // stop puts back ends the run.
-        for item in items {
-            scan.putBehind(item.key)
-            forget(item.record.message.id, key: item.key)
-        }
-        return applied.filter { $0 }.count
+    func storeLessons(_ notes: inout RunNotes) throws(MsgError) -> Round {
+        guard !notes.lessons.isEmpty else { return Round() }
+        return try claim(limit: 0, notes: &notes)
     }
 
     /// Whether the run took `id` (for the ids it was given).

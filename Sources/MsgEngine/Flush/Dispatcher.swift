@@ -15,15 +15,22 @@ import Synchronization
 /// hands back the changes; a message past its expiry is not handed to the
 /// transport but made dead. Slices are sized to take about 250 ms
 /// (``SliceSizer``), and the stop request is asked between them.
-final class Dispatcher {
+package final class Dispatcher {
     /// What a worker hands back for one slice: the changes that record outcomes (or
     /// put messages back), each one's outcome, and the destinations that failed.
-    struct Outcomes: Sendable {
-        var items: [Claimer.Claimed]
-        var changes: [Change]
-        var outcomes: [DeliveryOutcome?]
+    package struct Outcomes: Sendable {
+        package var items: [Claimer.Claimed]
+        package var changes: [Change]
+        package var outcomes: [DeliveryOutcome?]
         /// The destinations with a failure: handed on only after this is recorded.
-        var failedKeys: Set<String>
+        package var failedKeys: Set<String>
+
+        package init(items: [Claimer.Claimed], changes: [Change], outcomes: [DeliveryOutcome?], failedKeys: Set<String>) {
+            self.items = items
+            self.changes = changes
+            self.outcomes = outcomes
+            self.failedKeys = failedKeys
+        }
     }
 
     /// What every worker needs besides its transport.
@@ -54,19 +61,6 @@ final class Dispatcher {
 
     /// Hands claimed messages to the workers.
     func add(_ items: [Claimer.Claimed]) { scheduler.add(items) }
-
-    /// Destinations failing lately, handed out one message at a time (so a breaker
-    /// sees each outcome); kept here too so a success costs no lock when none is.
-    private var cautious: Set<String> = []
-
-    /// Marks `key` as failing lately or not.
-    func setCautious(_ key: String, _ failing: Bool) {
-        if failing {
-            if cautious.insert(key).inserted { scheduler.setCautious(key, true) }
-        } else if !cautious.isEmpty, cautious.remove(key) != nil {
-            scheduler.setCautious(key, false)
-        }
-    }
 
     /// The next outcomes, waiting at most `milliseconds` (nil: as long as it takes).
     func receive(milliseconds: Int64? = nil) -> Outcomes? {

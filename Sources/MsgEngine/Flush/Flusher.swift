@@ -9,9 +9,10 @@ import Synchronization
 /// durably, delivers them per destination, and records each outcome
 /// (docs/DESIGN.md 6).
 ///
-/// One thread claims (``Claimer``) and records outcomes (``record(_:into:)``);
-/// the delivery workers (``Dispatcher``) take slices of what was claimed, each
-/// destination's in FIFO order, and hand back outcomes. Per batch there are two
+/// One thread claims (``Claimer``) and records outcomes (``OutcomeDesk``, their
+/// one owner), as the run's state machine (``FlushRun``) says; the delivery
+/// workers (``Dispatcher``) take slices of what was claimed, each destination's in
+/// FIFO order, and hand back outcomes. Per batch there are two
 /// store commits (the claim, the outcomes), so the cost per message is close to the
 /// transport's own. A message is attempted at most once per run.
 public final class Flusher {
@@ -135,7 +136,9 @@ public final class Flusher {
         // A run that ends early leaves a scan this one cannot vouch for.
         var ended = false
         defer { if !ended { scan.rewind() } }
-        outputError = nil
+        let desk = OutcomeDesk(store: store, scan: scan, rules: options.rules, faults: faults, clock: clock, writer: writer,
+                               reporter: reporter, events: events, outcomeLog: outcomeLog, stop: stop)
+        defer { outcomeLog = desk.outcomeLog }
         defer { progress?.finish() }
         if let progress, progress.isShown { progress.total = try dueCount() }
         let misconfigured = FirstError()
@@ -145,8 +148,9 @@ public final class Flusher {
         defer { dispatcher.close() }
         var summary = Summary()
         var machine = FlushRun(batchSize: options.batchSize, limit: options.limit, maxWait: options.maxWait, pace: options.pace)
-        while try step(&machine, claimer, dispatcher, misconfigured, into: &summary) {}
-        try end(claimer, started: started, remaining: machine.remaining, misconfigured, into: &summary)
+        var notes = RunNotes(countsPerKey: claimer.maxPerKey != nil)
+        while try step(&machine, &notes, claimer, desk, dispatcher, misconfigured, into: &summary) {}
+        try end(claimer, desk, &notes, started: started, remaining: machine.remaining, misconfigured, into: &summary)
         ended = true
         return summary
     }
@@ -162,18 +166,18 @@ public final class Flusher {
 
     /// Does what the run's state machine says next, and tells it what came of it.
     /// - Returns: false when the run is over.
-    private func step(_ machine: inout FlushRun, _ claimer: Claimer, _ dispatcher: Dispatcher, _ misconfigured: FirstError,
-                      into summary: inout Summary) throws(MsgError) -> Bool {
-        switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil, scanWake: claimer.scan.wake) {
+    private func step(_ machine: inout FlushRun, _ notes: inout RunNotes, _ claimer: Claimer, _ desk: OutcomeDesk,
+                      _ dispatcher: Dispatcher, _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) -> Bool {
+        switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil, scanWake: scan.wake) {
         case .withdrawAll:
             let back = dispatcher.scheduler.withdrawAll()
             machine.withdrew(back.count)
-            summary.released += try claimer.putBack(back)
+            summary.released += try desk.putBack(back, notes: &notes)
         case .claim(let limit):
-            let round = try claimer.claim(limit: limit)
+            let round = try claimer.claim(limit: limit, notes: &notes)
             say(round, into: &summary)
             summary.damaged += round.damaged
-            record(expired: round.expired, into: &summary)
+            desk.expired(round.expired, into: &summary)
             machine.claimed(taken: round.taken.count, expired: round.expired.count)
             dispatcher.add(round.taken)
         case .wait(let until):
@@ -184,15 +188,7 @@ public final class Flusher {
                 return true
             }
             machine.received(outcome.changes.count)
-            try record(outcome, claimer, dispatcher, into: &summary)
-            // A destination whose breaker opened or that asked for a pause: what waits
-            // for it goes back to the queue untouched.
-            for key in outcome.failedKeys where claimer.putsBack(key) {
-                let back = dispatcher.scheduler.withdraw(key)
-                machine.withdrew(back.count)
-                _ = try claimer.putBack(back)
-            }
-            dispatcher.scheduler.done(outcome.failedKeys)
+            machine.withdrew(try desk.settle(outcome, dispatcher.scheduler, notes: &notes, into: &summary))
         case .finish:
             return false
         }
@@ -201,10 +197,10 @@ public final class Flusher {
 
     /// The end of a run: its lessons stored, where the next run starts, what held
     /// messages back, the scan's hint, the given ids not taken.
-    private func end(_ claimer: Claimer, started: Timestamp, remaining: Int, _ misconfigured: FirstError,
-                     into summary: inout Summary) throws(MsgError) {
+    private func end(_ claimer: Claimer, _ desk: OutcomeDesk, _ notes: inout RunNotes, started: Timestamp, remaining: Int,
+                     _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) {
         // What the last outcomes taught goes into the store now, not at the next run.
-        say(try claimer.storeLessons(), into: &summary)
+        say(try claimer.storeLessons(&notes), into: &summary)
         // The scan is kept for the next run (`flush --watch`: a run a second, and one
         // a change), which goes on where this one stopped and starts again from the
         // first message only when a hold may have ended, another process changed the
@@ -216,7 +212,7 @@ public final class Flusher {
             scan.nextDue = min(scan.nextDue ?? due, due)
         }
         try summarize(claimer, remaining: remaining, into: &summary)
-        if let outputError { throw outputError }
+        if let error = desk.outputError { throw error }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
         if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, scan.freed.isEmpty,
@@ -295,7 +291,4 @@ public final class Flusher {
             }
         }
     }
-
-    /// The first error writing to standard output other than its being closed.
-    var outputError: MsgError?
 }
