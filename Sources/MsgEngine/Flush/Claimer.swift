@@ -85,7 +85,7 @@ package final class Claimer {
         return round
     }
 
-    /// Outages ended that ``putBackOrphans()`` has looked after (those before this
+    /// Outages ended that ``putBackOrphans(own:)`` has looked after (those before this
     /// run ended in an earlier one, which looked after them).
     private var outagesSeen: Int
 
