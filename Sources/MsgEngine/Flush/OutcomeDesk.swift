@@ -24,7 +24,6 @@ package final class OutcomeDesk {
     private let store: any Store
     private let scan: ClaimScan
     private let book: DestinationBook
-    private let key: DestinationKey
     private let faults: FaultPoints
     private let clock: @Sendable () -> Timestamp
     private let writer: NDJSONWriter
@@ -46,7 +45,6 @@ package final class OutcomeDesk {
         self.store = store
         self.scan = scan
         book = DestinationBook(rules: rules)
-        key = rules.key
         self.faults = faults
         self.clock = clock
         self.writer = writer
@@ -133,7 +131,7 @@ package final class OutcomeDesk {
         guard !records.isEmpty else { return }
         writer.flushEveryLine = false
         let now = clock()
-        for r in records { died(r, destination: key.of(r.message), now: now, into: &summary) }
+        for r in records { died(r, destination: book.rules.key.of(r.message), now: now, into: &summary) }
         writeOut { () throws(MsgError) in try writer.finish() }
     }
 
@@ -150,7 +148,7 @@ package final class OutcomeDesk {
     private func learn(_ outcome: DeliveryOutcome, of c: Claimer.Claimed, now: Timestamp, notes: inout RunNotes) {
         // With every message its own destination there is nothing to learn; nor from a
         // success at a destination with nothing to forget (the common case, kept cheap).
-        if key == .id { return }
+        if book.rules.key == .id { return }
         if case .delivered = outcome, !c.probe, notes.known.isEmpty || (notes.known[c.key]?.isEmpty ?? true) { return }
         for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
             notes.lessons.append((c.key, lesson))
