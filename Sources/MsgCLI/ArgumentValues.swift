@@ -75,14 +75,14 @@ enum ArgumentValue {
         try checked { () throws(MsgError) in try MessageFilter.ErrorMatch(parsing: text) }
     }
 
-    /// A value of `cases`, by its name.
-    static func oneOf<T: CaseIterable & RawRepresentable>(_ type: T.Type) -> @Sendable (String) throws -> T where T.RawValue == String {
-        { text in
-            guard let value = T(rawValue: text) else {
-                let names = T.allCases.map(\.rawValue)
-                let said = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + names[names.count - 1]
-                throw ValidationError("expected \(said)")
-            }
+    /// A value of `type`, by its name.
+    static func oneOf<T: CaseIterable & RawRepresentable & Sendable>(_ type: T.Type) -> @Sendable (String) throws -> T
+    where T.RawValue == String {
+        let values = Dictionary(T.allCases.map { ($0.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
+        let names = T.allCases.map(\.rawValue)
+        let said = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " or " + names[names.count - 1]
+        return { text in
+            guard let value = values[text] else { throw ValidationError("expected \(said)") }
             return value
         }
     }
