@@ -58,7 +58,7 @@ package final class OutcomeDesk {
     /// - Returns: how many messages waiting for a worker were taken back (a breaker
     ///   opened, a destination asked for a pause) and put back as they were.
     package func settle(_ o: Dispatcher.Outcomes, _ scheduler: KeyScheduler, notes: inout RunNotes,
-                into summary: inout Flusher.Summary) throws(MsgError) -> Int {
+                        into summary: inout Flusher.Summary) throws(MsgError) -> Int {
         let applied = try store.update(o.changes)
         faults.pass(.afterSent, count: o.changes.count)
         writer.flushEveryLine = false
