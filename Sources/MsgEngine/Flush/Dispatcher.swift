@@ -34,7 +34,7 @@ package final class Dispatcher {
     }
 
     /// What every worker needs besides its transport.
-    struct Delivery: Sendable {
+    package struct Delivery: Sendable {
         let policy: RetryPolicy
         let faults: FaultPoints
         let clock: @Sendable () -> Timestamp
@@ -46,6 +46,20 @@ package final class Dispatcher {
         let misconfigured: FirstError
         let progress: Progress?
         let delivered: Counter
+
+        package init(policy: RetryPolicy, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, unit: @escaping @Sendable () -> Double,
+                     deadline: MsgDuration, batchSize: Int, stop: StopRequest, misconfigured: FirstError, progress: Progress?, delivered: Counter) {
+            self.policy = policy
+            self.faults = faults
+            self.clock = clock
+            self.unit = unit
+            self.deadline = deadline
+            self.batchSize = batchSize
+            self.stop = stop
+            self.misconfigured = misconfigured
+            self.progress = progress
+            self.delivered = delivered
+        }
     }
 
     let scheduler: KeyScheduler
@@ -106,8 +120,11 @@ package final class Dispatcher {
         }
     }
 
-    /// Delivers one slice and works out its changes.
-    private static func deliver(_ slice: [Claimer.Claimed], _ transport: SerializedTransport, _ d: Delivery,
+    /// Delivers one slice and works out its changes: what each outcome makes of
+    /// its message, a message past its expiry made dead without being handed to the
+    /// transport, an outcome the transport left out failed retryably, and after a
+    /// `config` outcome that message and the rest put back unattempted.
+    package static func deliver(_ slice: [Claimer.Claimed], _ transport: SerializedTransport, _ d: Delivery,
                                 _ sizer: inout SliceSizer) -> Outcomes {
         let now = d.clock()
         let live = slice.filter { item in item.record.message.expiresAt.map { $0 > now } ?? true }
@@ -183,7 +200,7 @@ package final class Dispatcher {
 /// `@unchecked Sendable` is safe here because every use of the transport goes
 /// through `lock`, so no two threads ever run its methods at once (each delivery
 /// worker has a transport of its own, so the lock is never contended).
-final class SerializedTransport: @unchecked Sendable {
+package final class SerializedTransport: @unchecked Sendable {
     private let lock = Mutex(())
     private let transport: any Transport
     /// The transport, when it keeps receipts.
@@ -192,7 +209,7 @@ final class SerializedTransport: @unchecked Sendable {
     /// Read once: it does not change.
     let parallelism: Int
 
-    init(_ transport: any Transport) {
+    package init(_ transport: any Transport) {
         self.transport = transport
         receipts = transport.receipts
         parallelism = max(1, transport.parallelism)
@@ -215,16 +232,18 @@ final class SerializedTransport: @unchecked Sendable {
 }
 
 /// The first error kept by any thread.
-final class FirstError: Sendable {
+package final class FirstError: Sendable {
     private let value = Mutex<MsgError?>(nil)
-    var error: MsgError? { value.withLock { $0 } }
+    package init() {}
+    package var error: MsgError? { value.withLock { $0 } }
     func keep(_ error: MsgError) { value.withLock { $0 = $0 ?? error } }
     func clear() { value.withLock { $0 = nil } }
 }
 
 /// A count shared by the delivery threads (the progress line).
-final class Counter: Sendable {
+package final class Counter: Sendable {
     private let value = Mutex(0)
+    package init() {}
     /// Adds `n`. - Returns: the new total.
     func add(_ n: Int) -> Int { value.withLock { $0 += n; return $0 } }
 }
