@@ -2,7 +2,7 @@
 # Out-of-tree plugins: examples/plugin is a package of its own that depends on
 # MsgKit by path and builds a `journal:FILE` transport and a `snapshot:FILE` store
 # (the whole queue in one file, written against the ten requirements of plugin
-# ABI 8 and no capability). msg loads them from a directory named in
+# ABI 9 and no capability). msg loads them from a directory named in
 # MSG_PLUGIN_PATH; nothing in msg knows about them. The store first passes the
 # conformance suite every msg store must pass.
 set -euo pipefail

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The plugin contract stays small (plugin ABI 8, docs/DESIGN.md 4): the store's
+/// The plugin contract stays small (plugin ABI 8 and on, docs/DESIGN.md 4): the store's
 /// core is at most ten requirements, as recorded in MsgKit/ABI.txt, and the host
 /// finds what a plugin does beyond its core through the values it declares, never
 /// by casting it to a protocol.

@@ -44,15 +44,17 @@ public final class PluginRegistrar {
     /// ids, destination keys) out of MsgKit; 8.1 the one owner of what a change
     /// means beside its row (``ChangeRecorder``), with the ledger's hashing; 8.2 a
     /// record's leaf made when it is encoded (``EncodedMessage/init(_:preparingLedger:)``).
+    /// 9.0: inbox plugins, an application's table of drafts (``DraftInbox``, a
+    /// registry kind of its own).
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
-    public static let abiMajor: UInt32 = 8
+    public static let abiMajor: UInt32 = 9
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 2
+    public static let abiMinor: UInt32 = 0
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 8 << 16 | 2 }
+    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 0 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.
@@ -69,17 +71,23 @@ public final class PluginRegistrar {
 
     /// Registers a store factory for `scheme`.
     public func store(scheme: String, _ factory: @escaping PluginRegistry.StoreFactory) {
-        registered.append(.init(plugin: plugin, version: version, path: path, kind: .store, scheme: scheme, store: factory, transport: nil, listener: nil))
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .store, scheme: scheme, store: factory))
     }
 
     /// Registers a transport factory for `scheme`.
     public func transport(scheme: String, _ factory: @escaping PluginRegistry.TransportFactory) {
-        registered.append(.init(plugin: plugin, version: version, path: path, kind: .transport, scheme: scheme, store: nil, transport: factory, listener: nil))
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .transport, scheme: scheme, transport: factory))
     }
 
     /// Registers a listener factory for `scheme` (what `msg listen SCHEME://…` runs).
     public func listener(scheme: String, _ factory: @escaping PluginRegistry.ListenerFactory) {
-        registered.append(.init(plugin: plugin, version: version, path: path, kind: .listener, scheme: scheme, store: nil, transport: nil, listener: factory))
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .listener, scheme: scheme, listener: factory))
+    }
+
+    /// Registers an inbox factory for `scheme` (what `msg inbox … SCHEME:…` and
+    /// `flush --inbox` open; ABI 9.0).
+    public func inbox(scheme: String, _ factory: @escaping PluginRegistry.InboxFactory) {
+        registered.append(.init(plugin: plugin, version: version, path: path, kind: .inbox, scheme: scheme, inbox: factory))
     }
 
     /// The body of a plugin's `msg_plugin_register`: checks the ABI version (the

@@ -16,10 +16,14 @@ public final class PluginRegistry: Sendable {
     public typealias TransportFactory = @Sendable (PluginURL) throws(MsgError) -> any Transport
     /// Makes a listener for a URL. - Throws: `MsgError` (`config`, `unavailable`…).
     public typealias ListenerFactory = @Sendable (PluginURL, ListenerContext) throws(MsgError) -> any Listener
+    /// Opens an application's inbox for a URL (ABI 9.0); nil for a store's own inbox
+    /// (``InboxRole/storesOwn``) where the store keeps none.
+    /// - Throws: `MsgError` (`config`, `storeIO`, `unreachable`…).
+    public typealias InboxFactory = @Sendable (PluginURL, InboxRole) throws(MsgError) -> (any DraftInbox)?
 
     /// What a plugin is for.
     public enum Kind: String, Sendable {
-        case store, transport, listener
+        case store, transport, listener, inbox
     }
 
     /// One registered scheme.
@@ -30,13 +34,20 @@ public final class PluginRegistry: Sendable {
         public let version: String
         /// Where it was loaded from (empty when built in).
         public let path: String
-        /// Store, transport or listener.
+        /// Store, transport, listener or inbox.
         public let kind: Kind
         /// The URL scheme (`json`).
         public let scheme: String
         let store: StoreFactory?
         let transport: TransportFactory?
         let listener: ListenerFactory?
+        let inbox: InboxFactory?
+
+        init(plugin: String, version: String, path: String, kind: Kind, scheme: String, store: StoreFactory? = nil,
+             transport: TransportFactory? = nil, listener: ListenerFactory? = nil, inbox: InboxFactory? = nil) {
+            (self.plugin, self.version, self.path, self.kind, self.scheme) = (plugin, version, path, kind, scheme)
+            (self.store, self.transport, self.listener, self.inbox) = (store, transport, listener, inbox)
+        }
     }
 
     private struct State {
@@ -86,6 +97,11 @@ public final class PluginRegistry: Sendable {
         state.withLock { $0.entries["listener:\(scheme)"]?.listener }
     }
 
+    /// The inbox factory for `scheme`, if registered.
+    public func inboxFactory(_ scheme: String) -> InboxFactory? {
+        state.withLock { $0.entries["inbox:\(scheme)"]?.inbox }
+    }
+
     /// Records that the file at `path` has been loaded; false when it already was.
     public func markLoaded(_ path: String) -> Bool {
         state.withLock { $0.loadedPaths.insert(path).inserted }
@@ -105,11 +121,16 @@ public final class PluginRegistry: Sendable {
 
     /// Registers a factory directly (a plugin built into a test, say).
     public func registerStore(scheme: String, plugin: String, version: String = "0", factory: @escaping StoreFactory) {
-        add(Entry(plugin: plugin, version: version, path: "", kind: .store, scheme: scheme, store: factory, transport: nil, listener: nil))
+        add(Entry(plugin: plugin, version: version, path: "", kind: .store, scheme: scheme, store: factory))
     }
 
     /// Registers a transport factory directly.
     public func registerTransport(scheme: String, plugin: String, version: String = "0", factory: @escaping TransportFactory) {
-        add(Entry(plugin: plugin, version: version, path: "", kind: .transport, scheme: scheme, store: nil, transport: factory, listener: nil))
+        add(Entry(plugin: plugin, version: version, path: "", kind: .transport, scheme: scheme, transport: factory))
+    }
+
+    /// Registers an inbox factory directly.
+    public func registerInbox(scheme: String, plugin: String, version: String = "0", factory: @escaping InboxFactory) {
+        add(Entry(plugin: plugin, version: version, path: "", kind: .inbox, scheme: scheme, inbox: factory))
     }
 }

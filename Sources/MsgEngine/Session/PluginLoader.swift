@@ -5,7 +5,7 @@ import MsgKit
 import MsgSupport
 
 /// Finds plugin libraries, checks they can be trusted, `dlopen`s them and
-/// opens stores and transports by URL (docs/DESIGN.md 4).
+/// opens stores, transports, listeners and inboxes by URL (docs/DESIGN.md 4).
 ///
 /// Search order: the given directories (`--plugin-path`, `MSG_PLUGIN_PATH`), the
 /// executable's directory, then `<exe>/../lib/msg/plugins`. Only the plugins a
@@ -72,6 +72,29 @@ public struct PluginLoader: Sendable {
             throw unknownScheme(parsed.scheme, kind: .listener)
         }
         return try factory(parsed, context)
+    }
+
+    /// Opens the application's inbox named by `url` (`sqlite:/srv/app.db`).
+    /// - Throws: as ``openStore(_:)``.
+    public func openInbox(_ url: String) throws(MsgError) -> any DraftInbox {
+        let parsed = try PluginURL(url)
+        guard let factory = try resolve(parsed.scheme, kind: .inbox, lookup: registry.inboxFactory) else {
+            throw unknownScheme(parsed.scheme, kind: .inbox)
+        }
+        guard let inbox = try factory(parsed, .named) else {
+            throw MsgError(.config, "\(parsed.scheme): keeps no inbox at \(url)")
+        }
+        return inbox
+    }
+
+    /// The inbox kept in the store at `url`, opened already: nil when the store's
+    /// plugin registered no inbox for its scheme, or keeps none there. Only what is
+    /// loaded is asked: a store without one costs nothing.
+    /// - Throws: what the inbox's factory throws.
+    public func storesOwnInbox(_ url: String) throws(MsgError) -> (any DraftInbox)? {
+        let parsed = try PluginURL(url)
+        guard let factory = registry.inboxFactory(parsed.scheme) else { return nil }
+        return try factory(parsed, .storesOwn)
     }
 
     private func resolve<F>(_ scheme: String, kind: PluginRegistry.Kind, lookup: (String) -> F?) throws(MsgError) -> F? {

@@ -5,7 +5,7 @@ import MsgKit
 import MsgSupport
 
 /// `snapshot:PATH`: the whole queue in one file, rewritten on every change. A store
-/// written against plugin ABI 8's ten requirements, and nothing else: it declares
+/// written against plugin ABI 9's ten requirements, and nothing else: it declares
 /// no capability, so msg counts by reading its records, polls to watch and walks
 /// the queue from its start (msg-plugins(7)).
 ///
