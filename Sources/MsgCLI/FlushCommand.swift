@@ -27,6 +27,8 @@ struct FlushCommand: SessionCommand {
     @Option(help: ArgumentHelp("With --watch: serve the queue's metrics (as msg metrics) at http://ADDR/metrics; loopback unless another address is given.", valueName: "host:port"),
             transform: ArgumentValue.metricsAddress)
     var metrics: MetricsAddress?
+    @Option(name: .customLong("inbox"), help: ArgumentHelp("Take this application's inbox into the queue before sending (with --watch: whenever rows come in); repeatable. See msg-inbox(1).", valueName: "url"))
+    var inboxes: [String] = []
 
     func validate() throws {
         if metrics != nil && !watch { throw ValidationError("--metrics serves while --watch runs; for one reading use msg metrics") }
@@ -66,12 +68,16 @@ struct FlushCommand: SessionCommand {
             // A daemon's journal: failures and recoveries as they happen, a few a minute per destination.
             flusher.outcomeLog = OutcomeLog()
         }
+        // The store's own inbox (PostgreSQL's msg.inbox) and those named: taken in first.
+        let inboxes = try Inboxes(self.inboxes, storeURL: session.settings.store, store: try session.store(.send),
+                                  loader: session.loader, faults: try FaultPoints(), reporter: session.reporter)
+        if !watch { try inboxes.drain() }
         let server = try metrics.map { (address) throws(MsgError) in
             try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),
                               reporter: session.reporter)
         }
         defer { server?.stop() }
-        let summary = watch ? try Watcher().run(flusher) : try flusher.run(progress: session.console.progress("flushed"))
+        let summary = watch ? try Watcher().run(flusher, inboxes: inboxes) : try flusher.run(progress: session.console.progress("flushed"))
         try RunEnding(taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"], explicit: explicit,
                       badLines: badLines, watch: watch)
             .end(summary, session, checkpoint: checkpoint, seed: checkpointSeed)

@@ -11,7 +11,9 @@ import Synchronization
 /// passes POINT: `before-sending` (inside the store transaction that records
 /// `sending`, before it commits), `after-sending` (that transaction committed),
 /// `after-delivery` (the transport reported the batch delivered), `after-sent`
-/// (the outcome committed). Without the variable, every check is a no-op.
+/// (the outcome committed); and for an inbox's rows (msg-inbox(1)), `after-intake`
+/// (their messages committed to the store, the rows not yet removed). Without the
+/// variable, every check is a no-op.
 public final class FaultPoints: Sendable {
     /// The points, in the order a message passes them.
     public enum Point: String, CaseIterable, Sendable {
@@ -19,6 +21,7 @@ public final class FaultPoints: Sendable {
         case afterSending = "after-sending"
         case afterDelivery = "after-delivery"
         case afterSent = "after-sent"
+        case afterIntake = "after-intake"
     }
 
     private let armed: (point: Point, n: Int)?

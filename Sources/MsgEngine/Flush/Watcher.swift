@@ -11,7 +11,9 @@ import MsgKit
 /// `look` (5 ms), so a message another process enqueues is attempted within a few
 /// milliseconds, and nothing is decoded while the queue is unchanged; the next due
 /// time comes from the store's index (``Store/nextDue(_:after:)``). A store that
-/// cannot tell cheaply is looked at every `poll`.
+/// cannot tell cheaply is looked at every `poll`. Inboxes (``Inboxes``) are taken
+/// in before each run and looked at every `look` too (PostgreSQL's by LISTEN, so
+/// a look costs no round trip; SQLite's by `PRAGMA data_version`).
 ///
 /// The two signals are blocked and waited for with `sigtimedwait` while waiting,
 /// so no handler or global flag is needed. One that arrives during a flush stops it
@@ -30,7 +32,9 @@ public struct Watcher {
     }
 
     /// Runs `flusher` until a signal or a closed output. - Throws: store errors.
-    public func run(_ flusher: Flusher, clock: () -> Timestamp = { Timestamp.now() }) throws(MsgError) -> Flusher.Summary {
+    /// Takes `inboxes` in before each run, and looks at them as at the store's token.
+    public func run(_ flusher: Flusher, inboxes: Inboxes? = nil, clock: () -> Timestamp = { Timestamp.now() }) throws(MsgError) -> Flusher.Summary {
+        let inboxes = inboxes.flatMap { $0.isEmpty ? nil : $0 }
         let signals = StopSignals()
         defer { signals.restore() }
         var total = Flusher.Summary()
@@ -39,6 +43,7 @@ public struct Watcher {
                 // Read before the run: what another process commits during it (after the
                 // run's last claim) then shows as a change, and is flushed at once.
                 let token = try flusher.changeToken()
+                try inboxes?.drain(ridingOut: true)
                 total.add(try flusher.run())
                 if total.stopped == .closedOutput || total.misconfigured != nil { return total }
                 var until = clock().milliseconds + poll.milliseconds
@@ -46,11 +51,13 @@ public struct Watcher {
                 while true {
                     let left = until - clock().milliseconds
                     if left <= 0 { break }
-                    if let signal = signals.wait(milliseconds: token == nil ? left : min(left, look.milliseconds)) {
+                    let looks = token != nil || inboxes != nil
+                    if let signal = signals.wait(milliseconds: looks ? min(left, look.milliseconds) : left) {
                         total.stopped = .signal(signal)
                         return total
                     }
                     if let token, try flusher.changeToken() != token { break }
+                    if let inboxes, try inboxes.changed() { break }
                 }
             }
         } catch where error.code == .unreachable && flusher.stop.reason != nil {

@@ -42,12 +42,19 @@ public struct Drafts: Sendable {
     /// over the default ones.
     /// - Throws: `badInput` naming the missing or wrong field.
     public func complete(_ json: JSONValue) throws(MsgError) -> Message {
+        try complete(json, id: nil, createdAt: nil)
+    }
+
+    /// ``complete(_:)`` with the id to take when the draft carries none and the
+    /// creation time (an inbox row's, made when it was inserted); nil for a new id and now.
+    /// - Throws: `badInput` naming the missing or wrong field.
+    public func complete(_ json: JSONValue, id: String?, createdAt: Timestamp?) throws(MsgError) -> Message {
         let draft = try Draft(json: json)
         guard let to = draft.to ?? defaults.to else { throw MsgError(.badInput, "missing field \"to\"") }
         var headers = defaults.headers
         headers.merge(draft.headers)
-        var m = Message(id: draft.id ?? ids.next(), to: to, from: draft.from ?? defaults.from, body: draft.body,
-                        headers: headers, now: clock(), notBefore: draft.notBefore ?? defaults.notBefore,
+        var m = Message(id: draft.id ?? id ?? ids.next(), to: to, from: draft.from ?? defaults.from, body: draft.body,
+                        headers: headers, now: createdAt ?? clock(), notBefore: draft.notBefore ?? defaults.notBefore,
                         expiresAt: draft.expiresAt ?? defaults.expiresAt)
         m.extra = draft.extra
         return m

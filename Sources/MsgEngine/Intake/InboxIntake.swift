@@ -1,0 +1,143 @@
+import MsgKit
+import MsgSupport
+
+/// Takes an application's inbox into the queue (msg-inbox(1), docs/DESIGN.md 5):
+/// the transactional outbox's second half.
+///
+/// Each batch of rows, oldest first, becomes records stored in one durable commit of
+/// the store; the inbox removes the rows only after that commit, in its own
+/// (``DraftInbox``, requirement 1). A row's message is stored under the draft's own
+/// `id` when it carries one (its idempotency key), else under the id the database
+/// gave the row when it was inserted. So a kill between the two commits leaves rows
+/// that the next drain takes again and the store refuses as already stored: nothing
+/// lost, nothing twice.
+///
+/// A row that is not a valid draft never blocks the inbox: it becomes a `dead`
+/// record under the row's id, with the reason as its error and the text kept in
+/// ``InboxIntake/draftKey``, shown by `msg queue ls --status dead`.
+public struct InboxIntake {
+    /// The rows taken at a time: one commit of the store and one of the inbox.
+    public static let batch = 4096
+    /// The field of a refused row's record that keeps the row's text
+    /// (`inbox_draft_hex` when it was not UTF-8).
+    public static let draftKey = "inbox_draft"
+
+    /// What a drain did.
+    public struct Summary: Sendable, Equatable {
+        /// Rows taken out of the inbox.
+        public var taken = 0
+        /// Messages queued by this drain.
+        public var stored = 0
+        /// Rows whose message was stored already (taken again after a crash, or an
+        /// idempotency key given twice).
+        public var duplicates = 0
+        /// Rows that were not valid drafts, stored dead by this drain.
+        public var refused = 0
+
+        public init() {}
+
+        /// Adds another drain's figures.
+        public mutating func add(_ other: Summary) {
+            taken += other.taken
+            stored += other.stored
+            duplicates += other.duplicates
+            refused += other.refused
+        }
+    }
+
+    private let store: any Store
+    private let drafts: Drafts
+    private let clock: () -> Timestamp
+    private let faults: FaultPoints?
+
+    /// An intake completing drafts with `drafts` and storing into `store`; `faults`
+    /// may kill it between a batch's two commits (``FaultPoints/Point/afterIntake``).
+    public init(store: any Store, drafts: Drafts = Drafts(), faults: FaultPoints? = nil,
+                clock: @escaping () -> Timestamp = { Timestamp.now() }) {
+        self.store = store
+        self.drafts = drafts
+        self.faults = faults
+        self.clock = clock
+    }
+
+    /// Takes everything in `inbox` into the store, a batch at a time, until it is empty.
+    /// - Parameter progress: told the rows taken so far.
+    /// - Throws: the inbox's or the store's errors; what was taken before is stored
+    ///   and removed, the batch that failed stays in the inbox.
+    /// - Parameter stored: told each row's record as stored (the one stored before,
+    ///   for a duplicate) after its batch's commit to the store.
+    public func drain(_ inbox: any DraftInbox, progress: ((Summary) -> Void)? = nil,
+                      stored: ((EncodedMessage, AddResult) throws(MsgError) -> Void)? = nil) throws(MsgError) -> Summary {
+        var summary = Summary()
+        while true {
+            var batch = Summary()
+            let n = try inbox.take(limit: Self.batch) { (rows) throws(MsgError) in
+                batch = try self.store(rows, stored)
+            }
+            summary.add(batch)
+            progress?(summary)
+            if n < Self.batch { return summary }
+        }
+    }
+
+    /// Stores one batch of rows. - Throws: the store's errors.
+    func store(_ rows: [InboxRow], _ stored: ((EncodedMessage, AddResult) throws(MsgError) -> Void)? = nil) throws(MsgError) -> Summary {
+        var summary = Summary()
+        summary.taken = rows.count
+        guard !rows.isEmpty else { return summary }
+        let made = rows.map(record)
+        let records = made.map(\.record)
+        for (i, result) in try store.add(records).enumerated() {
+            if !result.inserted {
+                summary.duplicates += 1
+            } else if made[i].refused {
+                summary.refused += 1
+            } else {
+                summary.stored += 1
+            }
+            try stored?(records[i], result)
+        }
+        faults?.pass(.afterIntake, count: rows.count)
+        return summary
+    }
+
+    /// The record a row becomes, and whether it was refused.
+    func record(_ row: InboxRow) -> (record: EncodedMessage, refused: Bool) {
+        do throws(MsgError) {
+            let m = try drafts.complete(JSONParser.parseInput(row.draft), id: row.id, createdAt: row.insertedAt)
+            return (try RecordPipeline.encode(m, store: true).get(), false)
+        } catch {
+            return (refused(row, error), true)
+        }
+    }
+
+    /// The dead record of a row that is not a valid draft.
+    func refused(_ row: InboxRow, _ error: MsgError) -> EncodedMessage {
+        let now = clock()
+        let failure = Message.Failure(MsgError(.badInput, "inbox row is not a valid draft: \(error.message); its text is kept in \(Self.draftKey)"), at: now)
+        var m = Message(id: row.id, to: Self.recipient(row.draft) ?? "?", body: "", now: row.insertedAt ?? now)
+        m.status = .dead
+        m.updatedAt = now
+        m.lastError = failure
+        m.history = [Message.Event(at: now, event: "refused", status: .dead, error: failure)]
+        // The text as it came, its first 64 KiB: a record holds it whatever it is.
+        let text = Array(row.draft.prefix(Self.keptBytes))
+        if let s = String(validating: text, as: UTF8.self) {
+            m.extra = [JSONValue.Member(Self.draftKey, .string(s))]
+        } else {
+            m.extra = [JSONValue.Member(Self.draftKey + "_hex", .string(Hex.encode(text)))]
+        }
+        return EncodedMessage(m, preparingLedger: true)
+    }
+
+    /// How much of a refused row's text its record keeps.
+    static let keptBytes = 64 * 1024
+
+    /// The draft's recipient, when it names one: where a refused row was meant to go.
+    static func recipient(_ draft: [UInt8]) -> String? {
+        guard let json = try? JSONParser.parseInput(draft), case .object(let members) = json,
+              let to = members.first(where: { $0.key == RecordField.to.key }), case .string(let s) = to.value, !s.isEmpty,
+              s.utf8.count <= 1024, !s.contains(where: \.isNewline) else { return nil }
+        return s
+    }
+}
