@@ -24,10 +24,14 @@ final class SQLiteDatabase {
     ///   `config` when the file is not a SQLite database or is another application's.
     /// `readOnly` opens the file so that nothing is ever written to it, not even a
     /// checkpoint when it closes: for a damaged file set aside (``Salvage``).
-    init(path: String, access: StoreAccess, busyTimeout: Int32 = 30_000, readOnly: Bool = false) throws(MsgError) {
+    /// `application` opens an application's own database (an inbox, ``SQLiteInbox``):
+    /// it must exist and must not be a msg store, and whose it is does not matter.
+    init(path: String, access: StoreAccess, busyTimeout: Int32 = 30_000, readOnly: Bool = false, application: Bool = false) throws(MsgError) {
         self.path = path
         self.access = access
-        if access == .write {
+        if application {
+            file = try Self.openApplication(path)
+        } else if access == .write {
             // SQLite creates files 0644; make the file first so it is the owner's only.
             file = try SystemCalls.open(path, O_RDONLY | O_CREAT, mode: 0o600, code: .storeIO)
         } else {
@@ -40,6 +44,12 @@ final class SQLiteDatabase {
         }
         do throws(MsgError) {
             switch try SQLiteHeader.read(file, path: path) {
+            case .notSQLite where application:
+                throw MsgError(.config, "\(path) is not a SQLite database, so it cannot hold an inbox; msg left it as it is")
+            case .sqlite(_, _, SQLiteHeader.msgApplicationID) where application:
+                throw MsgError(.config, "\(path) is a msg store, not an application's database: an inbox lives in the database the application writes")
+            case _ where application:
+                break
             case .notSQLite:
                 throw MsgError(.config, "\(path) is not a SQLite database, so it is not a msg store; msg left it as it is (check --store or MSG_STORE)")
             case .sqlite(ours: false, _, let application) where application != 0:
@@ -66,6 +76,16 @@ final class SQLiteDatabase {
         }
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeout)
+    }
+
+    /// A descriptor of an application's database, which must be there.
+    private static func openApplication(_ path: String) throws(MsgError) -> Int32 {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw MsgError(.config, "there is no database at \(path): an inbox lives in the application's own SQLite database, which msg does not create") }
+            throw SystemCalls.error(.storeIO, "cannot open the database \(path)")
+        }
+        return fd
     }
 
     /// The error for a store that is not there (read access).

@@ -1,0 +1,105 @@
+import CSQLite
+import MsgKit
+import MsgSupport
+
+/// An inbox in an application's own SQLite database (`sqlite:PATH`, msg-inbox(1)):
+/// the table `msg_inbox`, which the application fills in its own transactions with
+/// `INSERT INTO msg_inbox (draft) VALUES (?)`.
+///
+/// The other columns have defaults: `seq` (AUTOINCREMENT, so never used twice),
+/// `inserted_at` (ms since the epoch) and `nonce` (random). A row's message id is
+/// made from those three, the same each time the row is read: a UUIDv7 of
+/// `inserted_at` whose next 40 bits are `seq`'s, so rows inserted in one millisecond
+/// keep their order in the queue, and whose last 34 are the nonce's.
+///
+/// A take holds the database's write lock (`BEGIN IMMEDIATE`) from reading the rows
+/// until they are deleted: two drainers take turns, and the application's own
+/// writes wait for one batch at most (its busy timeout covers that). msg changes
+/// nothing else in the database: not its journal mode, not its pragmas.
+final class SQLiteInbox: DraftInbox {
+    static let table = "msg_inbox"
+    private let db: SQLiteDatabase
+    private var version: Int64?
+
+    /// Opens the inbox at `url`'s path, which must be a SQLite database there already.
+    /// - Throws: `config` for a missing file, one that is not SQLite, or a msg store.
+    init(url: PluginURL) throws(MsgError) {
+        for p in url.parameters {
+            throw MsgError(.config, "unknown parameter '\(p.name)' in \(url.text): a SQLite inbox takes none")
+        }
+        guard !url.path.isEmpty else { throw MsgError(.config, "say which database: sqlite:/path/to/app.db") }
+        db = try SQLiteDatabase(path: url.path, access: .write, application: true)
+    }
+
+    func install() throws(MsgError) -> String {
+        try db.transaction("creating the inbox") { () throws(MsgError) -> String in
+            if try exists() { return "\(Self.table) is there already in \(db.path)" }
+            try db.execute("""
+                CREATE TABLE \(Self.table) (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    draft TEXT NOT NULL,
+                    inserted_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+                    nonce INTEGER NOT NULL DEFAULT (random())
+                )
+                """, "creating the inbox")
+            return "created \(Self.table) in \(db.path)"
+        }
+    }
+
+    private func exists() throws(MsgError) -> Bool {
+        let s = try db.statement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '\(Self.table)'")
+        defer { s.reset() }
+        return try s.step("looking for the inbox")
+    }
+
+    func take(limit: Int, _ body: ([InboxRow]) throws(MsgError) -> Void) throws(MsgError) -> Int {
+        try db.transaction("taking rows from the inbox") { () throws(MsgError) -> Int in
+            guard try exists() else {
+                throw MsgError(.config, "there is no \(Self.table) table in \(db.path): msg inbox install sqlite:\(db.path) creates it")
+            }
+            let read = try db.statement("SELECT seq, draft, inserted_at, nonce FROM \(Self.table) ORDER BY seq LIMIT ?1")
+            read.bind(1, Int64(limit))
+            var rows: [InboxRow] = []
+            var last: Int64 = 0
+            while try read.step("reading the inbox") {
+                last = read.int64(0)
+                let at = read.int64(2)
+                rows.append(InboxRow(id: Self.id(seq: last, insertedAt: at, nonce: read.int64(3)), draft: Array(read.bytes(1)),
+                                     insertedAt: Timestamp(milliseconds: at)))
+            }
+            read.reset()
+            guard !rows.isEmpty else { return 0 }
+            try body(rows)
+            // Under the write lock since the read: no row came in between.
+            let delete = try db.statement("DELETE FROM \(Self.table) WHERE seq <= ?1")
+            delete.bind(1, last)
+            try delete.run("removing the rows taken from the inbox")
+            return rows.count
+        }
+    }
+
+    func changed() throws(MsgError) -> Bool {
+        let now = try db.integer("PRAGMA data_version")
+        defer { version = now }
+        return version != now
+    }
+
+    /// The message id of the row `seq` inserted at `insertedAt` (ms) with `nonce`.
+    static func id(seq: Int64, insertedAt: Int64, nonce: Int64) -> String {
+        let ms = UInt64(bitPattern: max(insertedAt, 0)) & 0xFFFF_FFFF_FFFF
+        let s = UInt64(bitPattern: seq) & 0xFF_FFFF_FFFF
+        let high = ms << 16 | 0x7000 | s >> 28
+        let low = 0x8000_0000_0000_0000 | (s & 0xFFF_FFFF) << 34 | UInt64(bitPattern: nonce) & 0x3_FFFF_FFFF
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        for v in [high, low] { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+        let hex = Hex.encode(bytes)
+        var out = ""
+        out.reserveCapacity(36)
+        for (i, c) in hex.enumerated() {
+            if i == 8 || i == 12 || i == 16 || i == 20 { out.append("-") }
+            out.append(c)
+        }
+        return out
+    }
+}
