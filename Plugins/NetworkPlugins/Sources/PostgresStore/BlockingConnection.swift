@@ -23,6 +23,8 @@ final class BlockingConnection {
     /// goes on once the server is back.
     private var lost = false
     private static let logger = Logger(label: "msg.postgres") { _ in SwiftLogNoOpLogHandler() }
+    /// The channels listened on (``listen(_:_:)``), listened on again on a new connection.
+    private var listeners: [(channel: String, heard: @Sendable () -> Void)] = []
 
     /// Connects. - Throws: `config` for a refused login or a missing database;
     /// `unreachable` (75: try again) when the server cannot be reached.
@@ -69,6 +71,12 @@ final class BlockingConnection {
             connection = fresh
             pending = PendingQuery(fresh)
             lost = false
+            // What was notified while the connection was away is not told again: say
+            // something may have come, and listen on the new one.
+            for l in listeners {
+                fresh.addListener(channel: l.channel) { _, _ in l.heard() }
+                l.heard()
+            }
         }
         do {
             return try pending.run(on: connection.eventLoop) { connection.query(q, logger: Self.logger) }
@@ -78,6 +86,15 @@ final class BlockingConnection {
             if e.code == .unreachable { lost = true }
             throw e
         }
+    }
+
+    /// Calls `heard` (on an event loop thread) each time `channel` is notified, from
+    /// when this returns: the LISTEN is sent, and a query behind it waited for.
+    /// - Throws: as ``query(_:_:)``.
+    func listen(_ channel: String, _ heard: @escaping @Sendable () -> Void) throws(MsgError) {
+        listeners.append((channel, heard))
+        connection.addListener(channel: channel) { _, _ in heard() }
+        try query("SELECT 1", "listening on \(channel)")
     }
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.

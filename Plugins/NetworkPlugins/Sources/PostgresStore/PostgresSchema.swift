@@ -13,10 +13,10 @@ import PostgresNIO
 /// `created_minutes` the records by status and creation minute (``PostgresAges``);
 /// `content` the content of a large record, apart from what its changes rewrite
 /// (``PostgresContent``); `ledger_runs` and `ledger_removed` the ledger
-/// (``PostgresLedger``).
+/// (``PostgresLedger``); `inbox` and the functions that fill it (``PostgresInboxSchema``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 8
+    static let current = 9
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -59,7 +59,10 @@ enum PostgresSchema {
         PostgresContent.tables(s),
         // Version 8: the ledger (``PostgresLedger``), begun by ``migrate(_:)`` with the
         // messages stored before it; no row is rewritten.
-        PostgresLedger.tables(s)]
+        PostgresLedger.tables(s),
+        // Version 9: the inbox an application fills in its own transactions with
+        // enqueue() (``PostgresInboxSchema``), empty at first.
+        PostgresInboxSchema.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);

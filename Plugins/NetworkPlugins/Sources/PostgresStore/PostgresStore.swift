@@ -325,5 +325,8 @@ public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointe
     PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "PostgresStore", version: MsgVersion.current) { r in
         r.store(scheme: "postgres") { url, access throws(MsgError) in try PostgresStore(url: url, access: access) }
         r.store(scheme: "postgresql") { url, access throws(MsgError) in try PostgresStore(url: url, access: access) }
+        // The inbox in the store's schema, which enqueue() fills (msg-inbox(1)).
+        r.inbox(scheme: "postgres") { url, _ throws(MsgError) in try PostgresInbox(url: url) }
+        r.inbox(scheme: "postgresql") { url, _ throws(MsgError) in try PostgresInbox(url: url) }
     }
 }
