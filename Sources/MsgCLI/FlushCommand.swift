@@ -69,8 +69,8 @@ struct FlushCommand: SessionCommand {
             flusher.outcomeLog = OutcomeLog()
         }
         // The store's own inbox (PostgreSQL's msg.inbox) and those named: taken in first.
-        let inboxes = try Inboxes(self.inboxes, storeURL: session.settings.store, store: try session.store(.send),
-                                  loader: session.loader, faults: try FaultPoints(), reporter: session.reporter)
+        let inboxes = try Inboxes(self.inboxes, storeURL: session.settings.store, loader: session.loader,
+                                  faults: try FaultPoints(), reporter: session.reporter)
         if !watch { try inboxes.drain() }
         let server = try metrics.map { (address) throws(MsgError) in
             try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),

@@ -5,21 +5,23 @@ import MsgKit
 /// fills), each drained by one ``InboxIntake`` into the flush's store.
 public final class Inboxes {
     private let named: [(name: String, inbox: any DraftInbox)]
-    private let intake: InboxIntake
+    private let intake: InboxIntake?
     private let reporter: Reporter
     /// An inbox that could not be reached, said once until it answers again.
     private var away: Set<String> = []
 
     /// Opens `urls` and the inbox of the store at `storeURL` (when its plugin keeps
-    /// one), to be taken into `store`.
-    /// - Throws: what opening an inbox throws (`config` for a URL that names none).
-    public init(_ urls: [String], storeURL: String, store: any Store, loader: PluginLoader, faults: FaultPoints?,
+    /// one, which is loaded already), to be taken into a handle of that store of
+    /// their own, opened when there is any: what they store is then a change another
+    /// handle made, which a flush's claim scan sees as it sees another process's.
+    /// - Throws: what opening an inbox or the store throws (`config` for a URL that names none).
+    public init(_ urls: [String], storeURL: String, loader: PluginLoader, faults: FaultPoints?,
                 reporter: Reporter) throws(MsgError) {
         var named: [(String, any DraftInbox)] = []
         if let own = try loader.storesOwnInbox(storeURL) { named.append(("the store's inbox", own)) }
         for url in urls { named.append((url, try loader.openInbox(url))) }
         self.named = named
-        self.intake = InboxIntake(store: store, faults: faults)
+        self.intake = named.isEmpty ? nil : InboxIntake(store: try loader.openStore(storeURL, access: .write), faults: faults)
         self.reporter = reporter
     }
 
@@ -33,6 +35,7 @@ public final class Inboxes {
     @discardableResult
     public func drain(ridingOut: Bool = false) throws(MsgError) -> InboxIntake.Summary {
         var total = InboxIntake.Summary()
+        guard let intake else { return total }
         for (name, inbox) in named {
             do throws(MsgError) {
                 let s = try intake.drain(inbox)

@@ -1,0 +1,156 @@
+import Foundation
+import MsgKit
+import Testing
+
+/// The transactional outbox on SQLite (msg-inbox(1)) through the real binary: an
+/// application's database filled by the sqlite3 tool, as an application would, in
+/// its own transactions; `msg inbox drain` and `flush --inbox` take each committed
+/// row into the queue exactly once.
+@Suite(.timeLimit(.minutes(3))) struct InboxTests {
+    /// A sandbox with an application database `app.db` (its own table, WAL as many
+    /// applications run) and the inbox installed in it.
+    func application() throws -> Sandbox {
+        let s = try Sandbox()
+        let r = try s.sh("sqlite3 app.db 'PRAGMA journal_mode = WAL; CREATE TABLE orders (name TEXT PRIMARY KEY)' > /dev/null && msg inbox install sqlite:app.db")
+        #expect(r.status == 0 && r.err == "msg: created msg_inbox in app.db\n", "\(r.err)")
+        return s
+    }
+
+    /// A file of SQL inserting orders, each with its message, one transaction each
+    /// (`sqlite3 app.db < FILE`).
+    func orders(_ s: Sandbox, _ range: ClosedRange<Int>, to: String = "warehouse") throws -> String {
+        try s.file("orders-\(range.lowerBound)-\(range.upperBound).sql", range.map {
+            "BEGIN; INSERT INTO orders VALUES ('o\($0)'); INSERT INTO msg_inbox (draft) VALUES ('{\"to\":\"\(to)\",\"body\":\"o\($0)\"}'); COMMIT;\n"
+        }.joined())
+    }
+
+    /// Each body in the drop directory once, and nothing else there.
+    func delivered(_ s: Sandbox) throws -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: s.home + "/outbox/new")) ?? []
+        return try files.filter { $0.hasSuffix(".json") }.map { name in
+            try Message(jsonText: String(contentsOfFile: s.home + "/outbox/new/" + name, encoding: .utf8)).body
+        }.sorted()
+    }
+
+    @Test func aCommittedRowIsDeliveredOnceAndARolledBackOneNever() throws {
+        let s = try application()
+        let gone = try s.file("gone.sql", """
+            BEGIN; INSERT INTO orders VALUES ('gone'); INSERT INTO msg_inbox (draft) VALUES ('{"to":"warehouse","body":"gone"}'); ROLLBACK;
+            """)
+        let r = try s.sh("""
+            sqlite3 app.db < \(try orders(s, 1...3)); sqlite3 app.db < \(gone)
+            msg inbox drain sqlite:app.db | wc -l
+            sqlite3 app.db 'SELECT count(*) FROM msg_inbox'
+            msg inbox drain sqlite:app.db | wc -l
+            msg flush | wc -l
+            msg flush --inbox sqlite:app.db | wc -l
+            """)
+        #expect(r.lines == ["3", "0", "0", "3", "0"], "\(r.out) \(r.err)")
+        #expect(try delivered(s) == ["o1", "o2", "o3"])
+    }
+
+    /// A row is taken again when msg dies between storing its message and removing
+    /// it (MSG_FAULT=after-intake): the store refuses the id it has, the row goes.
+    @Test func aKillBetweenStoringAndRemovingQueuesNothingTwice() throws {
+        let s = try application()
+        let r = try s.sh("""
+            sqlite3 app.db < \(try orders(s, 1...5000))
+            MSG_FAULT=after-intake:1 msg inbox drain sqlite:app.db > /dev/null 2>&1; echo "killed: $?"
+            sqlite3 app.db 'SELECT count(*) FROM msg_inbox'; msg queue count
+            msg inbox drain sqlite:app.db | wc -l; msg queue count
+            sqlite3 app.db 'SELECT count(*) FROM msg_inbox'
+            msg flush > /dev/null; msg queue count --status sent
+            """)
+        // The first batch (4,096) was stored, then the kill: every row still there.
+        #expect(r.lines == ["killed: 137", "5000", "4096", "5000", "5000", "0", "5000"], "\(r.out) \(r.err)")
+        let bodies = try delivered(s)
+        #expect(bodies.count == 5000 && Set(bodies).count == 5000)
+    }
+
+    /// Two drainers at once while the application writes (with a busy timeout, as an
+    /// application has: a drainer holds the write lock for a batch): each row queued once.
+    @Test func twoDrainersAtOnceTakeEachRowOnce() throws {
+        let s = try application()
+        let r = try s.sh("""
+            sqlite3 -cmd ".timeout 30000" app.db < \(try orders(s, 1...3000)) &
+            for d in 1 2; do (for i in $(seq 40); do msg inbox drain sqlite:app.db; done) > out$d 2> err$d & done
+            wait
+            msg inbox drain sqlite:app.db > out3
+            cat out1 out2 out3 | grep -c '"status":"queued"'
+            cat out1 out2 out3 | cut -c8-43 | sort | uniq -d | wc -l
+            msg queue count; sqlite3 app.db 'SELECT count(*) FROM msg_inbox'
+            cat err1 err2
+            """)
+        #expect(r.lines == ["3000", "0", "3000", "0"], "\(r.out) \(r.err)")
+    }
+
+    /// Rows that are not drafts are stored dead with the reason and their text, and
+    /// the rows behind them go on: the inbox is never blocked.
+    @Test func aRowThatIsNotADraftIsDeadAndTheRestGo() throws {
+        let s = try application()
+        let rows = try s.file("rows.sql", """
+            INSERT INTO msg_inbox (draft) VALUES ('{"to":"a","body":"first"}');
+            INSERT INTO msg_inbox (draft) VALUES ('not json');
+            INSERT INTO msg_inbox (draft) VALUES ('{"to":"b"}');
+            INSERT INTO msg_inbox (draft) VALUES (x'ff00');
+            INSERT INTO msg_inbox (draft) VALUES ('{"to":"a","body":"last"}');
+            """)
+        let r = try s.sh("""
+            sqlite3 app.db < \(rows)
+            msg inbox drain sqlite:app.db > /dev/null 2> err; echo "exit $?"; cat err
+            msg queue ls --status dead | jq -r '[.to, .last_error.message, (.inbox_draft // .inbox_draft_hex)] | join(" | ")'
+            msg flush | jq -r .body
+            """)
+        #expect(r.lines == [
+            "exit 65",
+            "msg: took 5 rows: 2 queued, 0 queued already, 3 dead (not valid drafts)",
+            "? | inbox row is not a valid draft: invalid JSON: invalid literal at column 1; its text is kept in inbox_draft | not json",
+            "b | inbox row is not a valid draft: missing field \"body\"; its text is kept in inbox_draft | {\"to\":\"b\"}",
+            "? | inbox row is not a valid draft: invalid UTF-8 at column 1; its text is kept in inbox_draft | ff00",
+            "first", "last",
+        ], "\(r.out) \(r.err)")
+    }
+
+    /// Rows inserted in one transaction keep their order per destination, though
+    /// they share a millisecond: a row's id follows its insertion.
+    @Test func rowsOfOneTransactionKeepTheirOrder() throws {
+        let s = try application()
+        let inserts = try s.file("one.sql", "BEGIN;\n" + (1...500).map { "INSERT INTO msg_inbox (draft) VALUES ('{\"to\":\"d\($0 % 3)\",\"body\":\"\($0)\"}');\n" }.joined() + "COMMIT;\n")
+        let r = try s.sh("sqlite3 app.db < \(inserts) && msg inbox drain sqlite:app.db > /dev/null && msg queue ls | jq -r .body")
+        #expect(r.lines == (1...500).map(String.init), "\(r.err)")
+    }
+
+    /// `flush --watch --inbox` delivers what the application commits while it runs.
+    @Test func theWatchTakesInWhatIsCommittedWhileItRuns() throws {
+        let s = try application()
+        let (watch, _, _) = try s.start(["flush", "--watch", "--inbox", "sqlite:\(s.home)/app.db"])
+        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
+        for batch in [1...10, 11...20] {
+            let r = try s.sh("sqlite3 app.db < \(try orders(s, batch))")
+            #expect(r.status == 0, "\(r.err)")
+            #expect(eventually(within: 10) { (try? delivered(s).count) == batch.upperBound }, "delivered: \((try? delivered(s).count) ?? -1)")
+        }
+        kill(watch.processIdentifier, SIGTERM)
+        try watch.wait()
+        #expect(watch.terminationStatus == 0)
+        #expect(try delivered(s) == (1...20).map { "o\($0)" }.sorted())
+    }
+
+    @Test func whatIsNotAnApplicationsDatabaseIsRefused() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            msg inbox install sqlite:missing.db; echo "exit $?"
+            echo text > plain.txt; msg inbox install sqlite:plain.txt; echo "exit $?"
+            msg queue add < /dev/null; msg inbox install sqlite:queue.sqlite; echo "exit $?"
+            sqlite3 other.db 'CREATE TABLE t (x)'; msg inbox drain sqlite:other.db; echo "exit $?"
+            msg inbox drain 'sqlite:other.db?mode=rw'; echo "exit $?"
+            ls
+            """)
+        #expect(r.lines == ["exit 78", "exit 78", "exit 78", "exit 78", "exit 78", "other.db", "plain.txt", "queue.sqlite"], "\(r.out)")
+        #expect(r.err.contains("there is no database at missing.db"))
+        #expect(r.err.contains("plain.txt is not a SQLite database"))
+        #expect(r.err.contains("queue.sqlite is a msg store, not an application's database"))
+        #expect(r.err.contains("there is no msg_inbox table in other.db: msg inbox install sqlite:other.db creates it"))
+        #expect(r.err.contains("unknown parameter 'mode'"))
+    }
+}
