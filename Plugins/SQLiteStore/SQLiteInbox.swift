@@ -29,6 +29,14 @@ final class SQLiteInbox: DraftInbox {
         }
         guard !url.path.isEmpty else { throw MsgError(.config, "say which database: sqlite:/path/to/app.db") }
         db = try SQLiteDatabase(path: url.path, access: .write, application: true)
+        // A removal need not be on disk when the take returns: rows a power cut brings
+        // back are taken again, and the store refuses their ids. In WAL mode, NORMAL
+        // keeps the database whole whatever happens (sqlite.org/pragma.html#pragma_synchronous),
+        // and it is this connection's setting only; other journal modes keep the
+        // application's.
+        if try db.text("PRAGMA journal_mode") == "wal" {
+            try db.execute("PRAGMA synchronous = NORMAL", "opening the inbox")
+        }
     }
 
     func install() throws(MsgError) -> String {
@@ -90,16 +98,14 @@ final class SQLiteInbox: DraftInbox {
         let s = UInt64(bitPattern: seq) & 0xFF_FFFF_FFFF
         let high = ms << 16 | 0x7000 | s >> 28
         let low = 0x8000_0000_0000_0000 | (s & 0xFFF_FFFF) << 34 | UInt64(bitPattern: nonce) & 0x3_FFFF_FFFF
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for v in [high, low] { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
-        let hex = Hex.encode(bytes)
-        var out = ""
-        out.reserveCapacity(36)
-        for (i, c) in hex.enumerated() {
-            if i == 8 || i == 12 || i == 16 || i == 20 { out.append("-") }
-            out.append(c)
+        var text = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
+        var at = 0
+        for i in 0..<32 {
+            if at == 8 || at == 13 || at == 18 || at == 23 { at += 1 }
+            let nibble = (i < 16 ? high >> UInt64(60 - 4 * i) : low >> UInt64(124 - 4 * i)) & 0xF
+            text[at] = nibble < 10 ? UInt8(ascii: "0") + UInt8(nibble) : UInt8(ascii: "a") + UInt8(nibble - 10)
+            at += 1
         }
-        return out
+        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -133,7 +133,7 @@ import Testing
             msg flush | wc -l; msg queue count --status sent
             \(q.owner) -c 'SELECT count(*) FROM \(q.schema).inbox'
             """, env: q.env)
-        #expect(r.lines == ["6000", "killed: 137", "6000", "4096", "6000", "6000", "0"], "\(r.out) \(r.err)")
+        #expect(r.lines == ["6000", "killed: 137", "6000", "6000", "6000", "6000", "0"], "\(r.out) \(r.err)")
         let bodies = try delivered(s)
         #expect(bodies.count == 6000 && Set(bodies).count == 6000)
     }

@@ -1,5 +1,7 @@
+import Dispatch
 import MsgKit
 import MsgSupport
+import Synchronization
 
 /// Takes an application's inbox into the queue (msg-inbox(1), docs/DESIGN.md 5):
 /// the transactional outbox's second half.
@@ -16,8 +18,11 @@ import MsgSupport
 /// record under the row's id, with the reason as its error and the text kept in
 /// ``InboxIntake/draftKey``, shown by `msg queue ls --status dead`.
 public struct InboxIntake {
-    /// The rows taken at a time: one commit of the store and one of the inbox.
-    public static let batch = 4096
+    /// The rows taken at a time, in one commit of the inbox: four of the store's
+    /// (``chunk``), each chunk's records made while the one before is committed.
+    public static let batch = 4 * chunk
+    /// The records stored in one commit of the store.
+    public static let chunk = 4096
     /// The field of a refused row's record that keeps the row's text
     /// (`inbox_draft_hex` when it was not UTF-8).
     public static let draftKey = "inbox_draft"
@@ -80,52 +85,61 @@ public struct InboxIntake {
         }
     }
 
-    /// Stores one batch of rows. - Throws: the store's errors.
+    /// Stores one batch of rows, a chunk a commit; the next chunk's records are made
+    /// on another thread while this one's commit runs, as `queue add` decodes beside
+    /// its commits. - Throws: the store's errors.
     func store(_ rows: [InboxRow], _ stored: ((EncodedMessage, AddResult) throws(MsgError) -> Void)? = nil) throws(MsgError) -> Summary {
         var summary = Summary()
         summary.taken = rows.count
         guard !rows.isEmpty else { return summary }
-        let made = rows.map(record)
-        let records = made.map(\.record)
-        for (i, result) in try store.add(records).enumerated() {
-            if !result.inserted {
-                summary.duplicates += 1
-            } else if made[i].refused {
-                summary.refused += 1
-            } else {
-                summary.stored += 1
+        let (drafts, now) = (self.drafts, clock())
+        let chunks = stride(from: 0, to: rows.count, by: Self.chunk).map { Array(rows[$0..<min($0 + Self.chunk, rows.count)]) }
+        // The first chunk on both cores; each next one on one, beside the commit.
+        var made = MsgKit.parallelMap(chunks[0]) { Self.record($0, drafts: drafts, now: now) }
+        for i in chunks.indices {
+            let next = i + 1 < chunks.count ? Prefetch { chunks[i + 1].map { Self.record($0, drafts: drafts, now: now) } } : nil
+            let records = made.map(\.record)
+            for (j, result) in try store.add(records).enumerated() {
+                if !result.inserted {
+                    summary.duplicates += 1
+                } else if made[j].refused {
+                    summary.refused += 1
+                } else {
+                    summary.stored += 1
+                }
+                try stored?(records[j], result)
             }
-            try stored?(records[i], result)
+            made = next?.value() ?? []
         }
         faults?.pass(.afterIntake, count: rows.count)
         return summary
     }
 
-    /// The record a row becomes, and whether it was refused.
-    func record(_ row: InboxRow) -> (record: EncodedMessage, refused: Bool) {
+    /// The record a row becomes, completed by `drafts`, and whether it was refused
+    /// (then dead since `now`).
+    static func record(_ row: InboxRow, drafts: Drafts, now: Timestamp) -> (record: EncodedMessage, refused: Bool) {
         do throws(MsgError) {
             let m = try drafts.complete(JSONParser.parseInput(row.draft), id: row.id, createdAt: row.insertedAt)
             return (try RecordPipeline.encode(m, store: true).get(), false)
         } catch {
-            return (refused(row, error), true)
+            return (refused(row, error, now: now), true)
         }
     }
 
     /// The dead record of a row that is not a valid draft.
-    func refused(_ row: InboxRow, _ error: MsgError) -> EncodedMessage {
-        let now = clock()
-        let failure = Message.Failure(MsgError(.badInput, "inbox row is not a valid draft: \(error.message); its text is kept in \(Self.draftKey)"), at: now)
-        var m = Message(id: row.id, to: Self.recipient(row.draft) ?? "?", body: "", now: row.insertedAt ?? now)
+    static func refused(_ row: InboxRow, _ error: MsgError, now: Timestamp) -> EncodedMessage {
+        let failure = Message.Failure(MsgError(.badInput, "inbox row is not a valid draft: \(error.message); its text is kept in \(draftKey)"), at: now)
+        var m = Message(id: row.id, to: recipient(row.draft) ?? "?", body: "", now: row.insertedAt ?? now)
         m.status = .dead
         m.updatedAt = now
         m.lastError = failure
         m.history = [Message.Event(at: now, event: "refused", status: .dead, error: failure)]
         // The text as it came, its first 64 KiB: a record holds it whatever it is.
-        let text = Array(row.draft.prefix(Self.keptBytes))
+        let text = Array(row.draft.prefix(keptBytes))
         if let s = String(validating: text, as: UTF8.self) {
-            m.extra = [JSONValue.Member(Self.draftKey, .string(s))]
+            m.extra = [JSONValue.Member(draftKey, .string(s))]
         } else {
-            m.extra = [JSONValue.Member(Self.draftKey + "_hex", .string(Hex.encode(text)))]
+            m.extra = [JSONValue.Member(draftKey + "_hex", .string(Hex.encode(text)))]
         }
         return EncodedMessage(m, preparingLedger: true)
     }
@@ -139,5 +153,25 @@ public struct InboxIntake {
               let to = members.first(where: { $0.key == RecordField.to.key }), case .string(let s) = to.value, !s.isEmpty,
               s.utf8.count <= 1024, !s.contains(where: \.isNewline) else { return nil }
         return s
+    }
+}
+
+/// A value made on another thread, waited for when it is needed.
+final class Prefetch<T: Sendable>: Sendable {
+    private let result = Mutex<T?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ make: @escaping @Sendable () -> T) {
+        DispatchQueue.global().async {
+            let value = make()
+            self.result.withLock { $0 = value }
+            self.done.signal()
+        }
+    }
+
+    /// The value, once it is made.
+    func value() -> T {
+        done.wait()
+        return result.withLock { $0! }
     }
 }
