@@ -25,7 +25,7 @@ public final class Inboxes {
         self.reporter = reporter
     }
 
-    /// Whether there is any inbox to take in.
+    /// Whether there is an inbox to take in.
     public var isEmpty: Bool { named.isEmpty }
 
     /// Takes in every inbox until it is empty, saying what was refused.

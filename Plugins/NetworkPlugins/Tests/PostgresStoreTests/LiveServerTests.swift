@@ -93,9 +93,9 @@ final class Workers: @unchecked Sendable {
         }
     }
 
-    /// A schema 2 queue (schema 6 without its counts, its index of the records in
-    /// flight, its floors and its counts by age, the version set back) is brought to
-    /// 6 by the first store opened for writing, which counts what it
+    /// A schema 2 queue (schema 9 without its counts, its index of the records in
+    /// flight, its floors, its counts by age, its ledger and its inbox, the version set
+    /// back) is brought to 9 by the first store opened for writing, which counts what it
     /// holds: records by status and waiting ones by recipient, and the attempts
     /// their histories keep, and begins the ledger with them; a store opened for
     /// reading before that is refused.
@@ -123,6 +123,8 @@ final class Workers: @unchecked Sendable {
                     "ALTER TABLE \(schema).messages DROP COLUMN content",
                     "ALTER TABLE \(schema).messages DROP COLUMN ledger, DROP COLUMN history_n, DROP COLUMN content_fp",
                     "DROP TABLE \(schema).ledger_runs", "DROP TABLE \(schema).ledger_removed",
+                    "DROP FUNCTION \(schema).enqueue_all(jsonb), \(schema).enqueue(jsonb), \(schema).enqueue_checked(jsonb), \(schema).draft_problem(jsonb)",
+                    "DROP TABLE \(schema).inbox", "DROP SEQUENCE \(schema).inbox_seq",
                     "UPDATE \(schema).msg_schema SET version = 2"] {
             try db.query(PostgresQuery(unsafeSQL: sql), "test")
         }
@@ -142,6 +144,11 @@ final class Workers: @unchecked Sendable {
         #expect(try index.first?.decode(Bool.self) == true, "schema 4's index of the records in flight")
         let floors = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).claim_floors') IS NOT NULL"), "test")
         #expect(try floors.first?.decode(Bool.self) == true, "schema 5's floors")
+        // Schema 9's inbox: enqueue() there, and what it enqueues read back.
+        let enqueued = try db.query(PostgresQuery(unsafeSQL: "SELECT \(schema).enqueue('{\"to\":\"a\",\"body\":\"b\"}')::text"), "test")
+        let id = try #require(enqueued.first).decode(String.self)
+        let inbox = try db.query(PostgresQuery(unsafeSQL: "SELECT id::text, draft->>'body' FROM \(schema).inbox"), "test")
+        #expect(try #require(inbox.first).decode((String, String).self) == (id, "b"), "schema 9's inbox")
         // Schema 6's counts by creation minute, filled from the records.
         let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
         let byAge = try #require(try migrated.capabilities.counting?.created(after: [edge]))
