@@ -13,8 +13,10 @@
 ///    dies, they stay for the next drain. The host stores each row's message under
 ///    the row's ``InboxRow/id`` (an id already stored is not stored twice), so a
 ///    row given twice after a crash is still one message.
-/// 2. **An id for every row, made when it is inserted**, by the database (a default),
-///    never by the drain: a row taken again must carry the same id.
+/// 2. **An id for every row that every read of it gives**: made when it is inserted
+///    (PostgreSQL's `enqueue()`) or from what the row holds (SQLite's `seq`,
+///    `inserted_at` and `nonce`), never by the drain: a row taken again must carry
+///    the same id.
 /// 3. **The application's rights stay its own.** Installing creates only the inbox's
 ///    own objects and touches nothing else of the application's database.
 public protocol DraftInbox: AnyObject {
@@ -39,7 +41,7 @@ public protocol DraftInbox: AnyObject {
 /// One row of an inbox: the draft as the application wrote it, and its message's id.
 public struct InboxRow: Sendable, Equatable {
     /// The id its message takes, unless the draft carries one (its idempotency key):
-    /// a lower-case UUID, made when the row was inserted.
+    /// a lower-case UUID, the same each time the row is read (requirement 2).
     public var id: String
     /// The draft's text (a JSON object, as `msg compose` reads one).
     public var draft: [UInt8]

@@ -6,13 +6,12 @@ import Synchronization
 /// Takes an application's inbox into the queue (msg-inbox(1), docs/DESIGN.md 5):
 /// the transactional outbox's second half.
 ///
-/// Each batch of rows, oldest first, becomes records stored in one durable commit of
-/// the store; the inbox removes the rows only after that commit, in its own
+/// Each batch of rows, oldest first, becomes records stored in durable commits of
+/// the store; the inbox removes the rows only after those, in its own commit
 /// (``DraftInbox``, requirement 1). A row's message is stored under the draft's own
-/// `id` when it carries one (its idempotency key), else under the id the database
-/// gave the row when it was inserted. So a kill between the two commits leaves rows
-/// that the next drain takes again and the store refuses as already stored: nothing
-/// lost, nothing twice.
+/// `id` when it carries one (its idempotency key), else under the id the row fixes
+/// (requirement 2). So a kill between the commits leaves rows that the next drain
+/// takes again and the store refuses as already stored: nothing lost, nothing twice.
 ///
 /// A row that is not a valid draft never blocks the inbox: it becomes a `dead`
 /// record under the row's id, with the reason as its error and the text kept in
@@ -50,16 +49,36 @@ public struct InboxIntake {
         }
     }
 
-    private let store: any Store
+    private let target: Target
     private let drafts: Drafts
     private let clock: () -> Timestamp
     private let faults: FaultPoints?
+
+    /// The store, opened when the first row comes (a flush whose inboxes are empty
+    /// opens nothing more).
+    private final class Target {
+        private let open: () throws(MsgError) -> any Store
+        private var opened: (any Store)?
+        init(_ open: @escaping () throws(MsgError) -> any Store) { self.open = open }
+        func store() throws(MsgError) -> any Store {
+            if let opened { return opened }
+            let s = try open()
+            opened = s
+            return s
+        }
+    }
 
     /// An intake completing drafts with `drafts` and storing into `store`; `faults`
     /// may kill it between a batch's two commits (``FaultPoints/Point/afterIntake``).
     public init(store: any Store, drafts: Drafts = Drafts(), faults: FaultPoints? = nil,
                 clock: @escaping () -> Timestamp = { Timestamp.now() }) {
-        self.store = store
+        self.init(opening: { store }, drafts: drafts, faults: faults, clock: clock)
+    }
+
+    /// An intake storing into the store `open` opens, when the first row comes.
+    public init(opening open: @escaping () throws(MsgError) -> any Store, drafts: Drafts = Drafts(), faults: FaultPoints? = nil,
+                clock: @escaping () -> Timestamp = { Timestamp.now() }) {
+        self.target = Target(open)
         self.drafts = drafts
         self.faults = faults
         self.clock = clock
@@ -92,6 +111,7 @@ public struct InboxIntake {
         var summary = Summary()
         summary.taken = rows.count
         guard !rows.isEmpty else { return summary }
+        let store = try target.store()
         let (drafts, now) = (self.drafts, clock())
         let chunks = stride(from: 0, to: rows.count, by: Self.chunk).map { Array(rows[$0..<min($0 + Self.chunk, rows.count)]) }
         // The first chunk on both cores; each next one on one, beside the commit.

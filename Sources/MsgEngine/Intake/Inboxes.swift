@@ -12,8 +12,8 @@ public final class Inboxes {
 
     /// Opens `urls` and the inbox of the store at `storeURL` (when its plugin keeps
     /// one, which is loaded already), to be taken into a handle of that store of
-    /// their own, opened when there is any: what they store is then a change another
-    /// handle made, which a flush's claim scan sees as it sees another process's.
+    /// their own, opened when the first row comes: what they store is then a change
+    /// another handle made, which a flush's claim scan sees as another process's.
     /// - Throws: what opening an inbox or the store throws (`config` for a URL that names none).
     public init(_ urls: [String], storeURL: String, loader: PluginLoader, faults: FaultPoints?,
                 reporter: Reporter) throws(MsgError) {
@@ -21,7 +21,8 @@ public final class Inboxes {
         if let own = try loader.storesOwnInbox(storeURL) { named.append(("the store's inbox", own)) }
         for url in urls { named.append((url, try loader.openInbox(url))) }
         self.named = named
-        self.intake = named.isEmpty ? nil : InboxIntake(store: try loader.openStore(storeURL, access: .write), faults: faults)
+        self.intake = named.isEmpty ? nil : InboxIntake(opening: { () throws(MsgError) in try loader.openStore(storeURL, access: .write) },
+                                                        faults: faults)
         self.reporter = reporter
     }
 
