@@ -51,9 +51,13 @@ import Testing
         defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
         let r = try s.sh("""
             \(q.app) -c "BEGIN" -c "SELECT \(q.schema).enqueue('{\\"to\\":\\"shop\\",\\"body\\":\\"rolled back\\"}')" -c "ROLLBACK" > /dev/null
+            python3 -c "import json, os, psycopg
+            db = psycopg.connect('\(q.appDSN)')
+            db.execute('SELECT \(q.schema).enqueue(%s::jsonb)', (json.dumps({'to': 'shop', 'body': 'crashed'}),))
+            os._exit(9)"; echo "application died: $?"
             \(q.app) -c "BEGIN" -c "SELECT \(q.schema).enqueue('{\\"to\\":\\"shop\\",\\"body\\":\\"committed\\"}')" -c "COMMIT" > /dev/null
             """, env: q.env)
-        #expect(r.status == 0, "\(r.err)")
+        #expect(r.lines == ["application died: 9"], "\(r.err)")
         #expect(eventually(within: 10) { (try? delivered(s)) == ["committed"] })
         kill(watch.processIdentifier, SIGTERM)
         try watch.wait()
@@ -61,8 +65,11 @@ import Testing
         #expect(sent.map(\.body) == ["committed"] && sent.allSatisfy { $0.status == .sent })
         // From the commit's enqueue() to the record of delivery.
         for m in sent { #expect(m.updatedAt.milliseconds - m.createdAt.milliseconds < 1000, "\(m.createdAt) → \(m.updatedAt)") }
-        let left = try s.sh("\(q.owner) -c 'SELECT count(*) FROM \(q.schema).inbox'; msg queue count", env: q.env)
-        #expect(left.lines == ["0", "1"], "\(left.err)")
+        let left = try s.sh("""
+            \(q.owner) -c 'SELECT count(*) FROM \(q.schema).inbox'; msg queue count
+            msg ledger verify > /dev/null; echo "verified: $?"
+            """, env: q.env)
+        #expect(left.lines == ["0", "1", "verified: 0"], "\(left.err)")
     }
 
     /// An id given twice (the idempotency key) is one message, in one call or two;
@@ -90,12 +97,15 @@ import Testing
     }
 
     /// 1,000 application transactions from 8 connections at once, a third rolled
-    /// back, while a watch runs: exactly the committed ones delivered, each once.
+    /// back, while two watches take the inbox in and send: exactly the committed
+    /// ones delivered, each once (by the watches' own records: the drop keeps one
+    /// file per id whatever it is given).
     @Test func aThousandTransactionsFromEightConnectionsDeliverExactlyTheCommitted() throws {
         let s = try Sandbox()
         let q = try Queue(s)
-        let (watch, _) = try start(s, q, ["flush", "--watch"])
-        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
+        let (watch, out) = try start(s, q, ["flush", "--watch"], name: "one")
+        let (other, otherOut) = try start(s, q, ["flush", "--watch"], name: "two")
+        defer { for w in [watch, other] where w.isRunning { kill(w.processIdentifier, SIGKILL) } }
         let r = try s.sh("""
             python3 - '\(q.appDSN)' \(q.schema) <<'EOF'
             import json, sys, threading, psycopg
@@ -113,10 +123,14 @@ import Testing
         #expect(r.status == 0, "\(r.err)")
         let committed = (0..<1000).filter { $0 % 3 != 0 }.map(String.init).sorted()
         #expect(eventually(within: 30) { (try? delivered(s).count) == committed.count })
-        kill(watch.processIdentifier, SIGTERM)
-        try watch.wait()
-        #expect(watch.terminationStatus == 0)
+        for w in [watch, other] {
+            kill(w.processIdentifier, SIGTERM)
+            try w.wait()
+            #expect(w.terminationStatus == 0)
+        }
         #expect(try delivered(s) == committed)
+        let sent = try records(String(contentsOfFile: out, encoding: .utf8) + String(contentsOfFile: otherOut, encoding: .utf8))
+        #expect(sent.map(\.body).sorted() == committed, "each sent once, by one of the two")
         let counts = try s.sh("msg queue count; msg queue count --status sent", env: q.env)
         #expect(counts.lines == ["\(committed.count)", "\(committed.count)"], "\(counts.err)")
     }
@@ -159,13 +173,13 @@ import Testing
     /// Starts msg with the queue's environment (and MSG_HOME), standard input closed,
     /// its output and errors into files (a pipe nobody reads would stop it).
     /// - Returns: the process, and the path of its output.
-    func start(_ s: Sandbox, _ q: Queue, _ arguments: [String]) throws -> (TestProcess, String) {
+    func start(_ s: Sandbox, _ q: Queue, _ arguments: [String], name: String = "watch") throws -> (TestProcess, String) {
         let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         p.arguments = arguments
         p.environment = q.env.merging(["MSG_HOME": s.home, "XDG_CONFIG_HOME": s.home + "/config"]) { a, _ in a }
         p.standardInput = FileHandle.nullDevice
-        let out = try s.file("watch.out", ""), err = try s.file("watch.err", "")
+        let out = try s.file("\(name).out", ""), err = try s.file("\(name).err", "")
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try p.run()
