@@ -24,14 +24,6 @@ import Testing
         }.joined())
     }
 
-    /// Each body in the drop directory once, and nothing else there.
-    func delivered(_ s: Sandbox) throws -> [String] {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: s.home + "/outbox/new")) ?? []
-        return try files.filter { $0.hasSuffix(".json") }.map { name in
-            try Message(jsonText: String(contentsOfFile: s.home + "/outbox/new/" + name, encoding: .utf8)).body
-        }.sorted()
-    }
-
     /// Committed rows are delivered once; a rolled back one, and one of an
     /// application that died in its transaction, never. The counts and the ledger
     /// hold for what came in this way.
@@ -55,7 +47,7 @@ import Testing
             msg queue stats --by destination | grep -c warehouse; msg ledger verify > /dev/null; echo "verified: $?"
             """)
         #expect(r.lines == ["application died: 9", "3", "0", "0", "3", "0", "1", "verified: 0"], "\(r.out) \(r.err)")
-        #expect(try delivered(s) == ["o1", "o2", "o3"])
+        #expect(try s.droppedBodies() == ["o1", "o2", "o3"])
     }
 
     /// A row is taken again when msg dies between storing its message and removing
@@ -74,7 +66,7 @@ import Testing
             """)
         // The first take was stored and removed; the second stored, then the kill.
         #expect(r.lines == ["killed: 137", "\(n - batch)", "\(n)", "\(n - batch)", "\(n)", "0", "\(n)"], "\(r.out) \(r.err)")
-        let bodies = try delivered(s)
+        let bodies = try s.droppedBodies()
         #expect(bodies.count == n && Set(bodies).count == n)
     }
 
@@ -139,12 +131,12 @@ import Testing
         for batch in [1...10, 11...20] {
             let r = try s.sh("sqlite3 app.db < \(try orders(s, batch))")
             #expect(r.status == 0, "\(r.err)")
-            #expect(eventually(within: 10) { (try? delivered(s).count) == batch.upperBound }, "delivered: \((try? delivered(s).count) ?? -1)")
+            #expect(eventually(within: 10) { (try? s.droppedBodies().count) == batch.upperBound }, "delivered: \((try? s.droppedBodies().count) ?? -1)")
         }
         kill(watch.processIdentifier, SIGTERM)
         try watch.wait()
         #expect(watch.terminationStatus == 0)
-        #expect(try delivered(s) == (1...20).map { "o\($0)" }.sorted())
+        #expect(try s.droppedBodies() == (1...20).map { "o\($0)" }.sorted())
     }
 
     @Test func whatIsNotAnApplicationsDatabaseIsRefused() throws {

@@ -36,14 +36,6 @@ import Testing
         }
     }
 
-    /// The bodies in the drop directory, sorted.
-    func delivered(_ s: Sandbox) throws -> [String] {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: s.home + "/outbox/new")) ?? []
-        return try files.filter { $0.hasSuffix(".json") }.map { name in
-            try Message(jsonText: String(contentsOfFile: s.home + "/outbox/new/" + name, encoding: .utf8)).body
-        }.sorted()
-    }
-
     @Test func aRollbackLeavesNothingAndACommitIsDeliveredOnceWithinASecond() throws {
         let s = try Sandbox()
         let q = try Queue(s)
@@ -58,7 +50,7 @@ import Testing
             \(q.app) -c "BEGIN" -c "SELECT \(q.schema).enqueue('{\\"to\\":\\"shop\\",\\"body\\":\\"committed\\"}')" -c "COMMIT" > /dev/null
             """, env: q.env)
         #expect(r.lines == ["application died: 9"], "\(r.err)")
-        #expect(eventually(within: 10) { (try? delivered(s)) == ["committed"] })
+        #expect(eventually(within: 10) { (try? s.droppedBodies()) == ["committed"] })
         kill(watch.processIdentifier, SIGTERM)
         try watch.wait()
         let sent = try records(String(contentsOfFile: out, encoding: .utf8))
@@ -122,13 +114,13 @@ import Testing
             """, env: q.env)
         #expect(r.status == 0, "\(r.err)")
         let committed = (0..<1000).filter { $0 % 3 != 0 }.map(String.init).sorted()
-        #expect(eventually(within: 30) { (try? delivered(s).count) == committed.count })
+        #expect(eventually(within: 30) { (try? s.droppedBodies().count) == committed.count })
         for w in [watch, other] {
             kill(w.processIdentifier, SIGTERM)
             try w.wait()
             #expect(w.terminationStatus == 0)
         }
-        #expect(try delivered(s) == committed)
+        #expect(try s.droppedBodies() == committed)
         let sent = try records(String(contentsOfFile: out, encoding: .utf8) + String(contentsOfFile: otherOut, encoding: .utf8))
         #expect(sent.map(\.body).sorted() == committed, "each sent once, by one of the two")
         let counts = try s.sh("msg queue count; msg queue count --status sent", env: q.env)
@@ -148,7 +140,7 @@ import Testing
             \(q.owner) -c 'SELECT count(*) FROM \(q.schema).inbox'
             """, env: q.env)
         #expect(r.lines == ["6000", "killed: 137", "6000", "6000", "6000", "6000", "0"], "\(r.out) \(r.err)")
-        let bodies = try delivered(s)
+        let bodies = try s.droppedBodies()
         #expect(bodies.count == 6000 && Set(bodies).count == 6000)
     }
 

@@ -145,6 +145,17 @@ extension Sandbox {
     }
 }
 
+extension Sandbox {
+    /// The bodies of the records in the default file drop (`outbox/new`), sorted:
+    /// one per id delivered, whatever the drop was given.
+    func droppedBodies() throws -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: home + "/outbox/new")) ?? []
+        return try files.filter { $0.hasSuffix(".json") }.map { name in
+            try Message(jsonText: String(contentsOfFile: home + "/outbox/new/" + name, encoding: .utf8)).body
+        }.sorted()
+    }
+}
+
 /// Looks every 50 ms, for up to `seconds`, until `condition` holds (a daemon's
 /// progress, seen from outside as a user would).
 func eventually(within seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {

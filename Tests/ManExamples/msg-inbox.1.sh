@@ -25,17 +25,8 @@ sqlite3 -cmd '.timeout 5000' /srv/shop/shop.db "INSERT INTO msg_inbox (draft) VA
 await "the watch's delivery" sh -c '[ "$(ls ~/.local/share/msg/outbox/new | wc -l)" = 2 ]'
 
 # PostgreSQL: the cluster of msg-postgres(7)'s example.
-pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-pgdata=/mnt/work/pg/data
-ca; cert db db.example
-mkdir -p /mnt/work/pg && chown postgres: /mnt/work/pg
-runuser -u postgres -- "$pgbin/initdb" -D "$pgdata" -U pgadmin --auth-local=trust --auth-host=reject -E UTF8 > /dev/null
-install -o postgres -m 0600 db-key.pem "$pgdata/server.key"; install -o postgres -m 0644 db.pem "$pgdata/server.crt"
-printf '%s\n' "listen_addresses = '127.0.0.1'" 'port = 5432' "unix_socket_directories = '/mnt/work/pg'" 'ssl = on' >> "$pgdata/postgresql.conf"
-printf '%s\n' 'local all all trust' 'hostssl all all 127.0.0.1/32 scram-sha-256' > "$pgdata/pg_hba.conf"
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$pgdata" -l /mnt/work/pg/server.log -w start > /dev/null
-runuser -u postgres -- "$pgbin/psql" -q -h /mnt/work/pg -U pgadmin -d postgres -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE msg LOGIN PASSWORD 'secret'" -c "CREATE ROLE app LOGIN PASSWORD 'secret'" -c "CREATE DATABASE outbox OWNER msg"
+ca; db_example secret
+pg_admin "CREATE ROLE app LOGIN PASSWORD 'secret'"
 export PGPASSWORD=secret MSG_STORE='postgres://msg@db.example/outbox?sslmode=verify-full'
 msg inbox install "$MSG_STORE" 2> /dev/null
 psql -q -v ON_ERROR_STOP=1 'postgresql://msg@db.example/outbox?sslmode=verify-full&sslrootcert=/etc/ssl/certs/ca-certificates.crt' <<'SQL'

@@ -72,6 +72,28 @@ cert() {
     chmod 600 "$name-key.pem"
 }
 
+# db.example: a PostgreSQL cluster here on port 5432, over TLS with a certificate
+# from the CA above (ca first), database outbox owned by role msg whose password is
+# $1; pg_admin runs SQL as the cluster's superuser (more roles, say).
+db_example() {
+    pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+    pgdata=/mnt/work/pg/data
+    cert db db.example
+    mkdir -p /mnt/work/pg && chown postgres: /mnt/work/pg
+    runuser -u postgres -- "$pgbin/initdb" -D "$pgdata" -U pgadmin --auth-local=trust --auth-host=reject -E UTF8 > /dev/null
+    install -o postgres -m 0600 db-key.pem "$pgdata/server.key"; install -o postgres -m 0644 db.pem "$pgdata/server.crt"
+    printf '%s\n' "listen_addresses = '127.0.0.1'" 'port = 5432' "unix_socket_directories = '/mnt/work/pg'" 'ssl = on' >> "$pgdata/postgresql.conf"
+    printf '%s\n' 'local all all trust' 'hostssl all all 127.0.0.1/32 scram-sha-256' > "$pgdata/pg_hba.conf"
+    runuser -u postgres -- "$pgbin/pg_ctl" -D "$pgdata" -l /mnt/work/pg/server.log -w start > /dev/null
+    pg_admin "CREATE ROLE msg LOGIN PASSWORD '$1'" "CREATE DATABASE outbox OWNER msg"
+}
+pg_admin() {
+    local sql
+    for sql in "$@"; do
+        runuser -u postgres -- "$pgbin/psql" -q -h /mnt/work/pg -U pgadmin -d postgres -v ON_ERROR_STOP=1 -c "$sql"
+    done
+}
+
 # A peer started in the background, stopped when the run ends; its first line
 # (the port it listens on) is awaited.
 serve() {
