@@ -6,10 +6,11 @@ import Testing
 /// The transactional outbox on PostgreSQL (msg-inbox(1)) against the throw-away
 /// server: an application's role, with no right but calling `enqueue()`, writes in
 /// its own transactions through psql and psycopg; `flush --watch` delivers what
-/// committed, once, woken by NOTIFY.
-@Suite(.timeLimit(.minutes(3))) struct PostgresInboxTests {
+/// committed, once, woken by NOTIFY. In ``PostgresTests``, whose tests run one at a
+/// time: one of them restarts the server.
+extension PostgresTests {
     /// A fresh queue in its own schema, with the application's role allowed to enqueue.
-    struct Queue {
+    struct InboxQueue {
         let env: [String: String]
         let schema: String
         /// psql as msg (the schema's owner) and as the application's role.
@@ -18,7 +19,7 @@ import Testing
         let appDSN: String
 
         init(_ s: Sandbox) throws {
-            let server = try PostgresTests.Server()
+            let server = try Server()
             var env = server.queue()
             schema = String(env["MSG_STORE"]!.split(separator: "=").last!)
             env["MSG_TRANSPORT"] = "file:\(s.home)/outbox"
@@ -38,8 +39,8 @@ import Testing
 
     @Test func aRollbackLeavesNothingAndACommitIsDeliveredOnceWithinASecond() throws {
         let s = try Sandbox()
-        let q = try Queue(s)
-        let (watch, out) = try start(s, q, ["flush", "--watch"])
+        let q = try InboxQueue(s)
+        let (watch, out) = try startMsg(s, q, ["flush", "--watch"])
         defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
         let r = try s.sh("""
             \(q.app) -c "BEGIN" -c "SELECT \(q.schema).enqueue('{\\"to\\":\\"shop\\",\\"body\\":\\"rolled back\\"}')" -c "ROLLBACK" > /dev/null
@@ -69,7 +70,7 @@ import Testing
     /// transaction with it.
     @Test func anIdGivenTwiceIsOneMessageAndABadDraftIsRefused() throws {
         let s = try Sandbox()
-        let q = try Queue(s)
+        let q = try InboxQueue(s)
         let id = "01890a5d-ac96-774b-bcce-b302099a8057"
         let r = try s.sh("""
             \(q.app) -c "SELECT \(q.schema).enqueue('{\\"id\\":\\"\(id)\\",\\"to\\":\\"a\\",\\"body\\":\\"x\\"}')"
@@ -94,9 +95,9 @@ import Testing
     /// file per id whatever it is given).
     @Test func aThousandTransactionsFromEightConnectionsDeliverExactlyTheCommitted() throws {
         let s = try Sandbox()
-        let q = try Queue(s)
-        let (watch, out) = try start(s, q, ["flush", "--watch"], name: "one")
-        let (other, otherOut) = try start(s, q, ["flush", "--watch"], name: "two")
+        let q = try InboxQueue(s)
+        let (watch, out) = try startMsg(s, q, ["flush", "--watch"], name: "one")
+        let (other, otherOut) = try startMsg(s, q, ["flush", "--watch"], name: "two")
         defer { for w in [watch, other] where w.isRunning { kill(w.processIdentifier, SIGKILL) } }
         let r = try s.sh("""
             python3 - '\(q.appDSN)' \(q.schema) <<'EOF'
@@ -131,7 +132,7 @@ import Testing
     /// taken again by the next, and nothing is queued or delivered twice.
     @Test func aWatchKilledMidDrainQueuesNothingTwice() throws {
         let s = try Sandbox()
-        let q = try Queue(s)
+        let q = try InboxQueue(s)
         let r = try s.sh("""
             \(q.app) -c "SELECT count(*) FROM \(q.schema).enqueue_all((SELECT jsonb_agg(jsonb_build_object('to', 'd' || (i % 7), 'body', i::text)) FROM generate_series(1, 6000) i))"
             MSG_FAULT=after-intake:1 msg flush --watch > /dev/null 2>&1; echo "killed: $?"
@@ -147,7 +148,7 @@ import Testing
     /// The application's role calls enqueue() and nothing else of msg's.
     @Test func theApplicationsRoleCanOnlyEnqueue() throws {
         let s = try Sandbox()
-        let q = try Queue(s)
+        let q = try InboxQueue(s)
         let r = try s.sh("""
             \(q.app) -c "SELECT \(q.schema).enqueue('{\\"to\\":\\"a\\",\\"body\\":\\"x\\"}')" | wc -l
             for sql in "SELECT count(*) FROM \(q.schema).messages" "SELECT count(*) FROM \(q.schema).inbox" \\
@@ -165,7 +166,7 @@ import Testing
     /// Starts msg with the queue's environment (and MSG_HOME), standard input closed,
     /// its output and errors into files (a pipe nobody reads would stop it).
     /// - Returns: the process, and the path of its output.
-    func start(_ s: Sandbox, _ q: Queue, _ arguments: [String], name: String = "watch") throws -> (TestProcess, String) {
+    func startMsg(_ s: Sandbox, _ q: InboxQueue, _ arguments: [String], name: String = "watch") throws -> (TestProcess, String) {
         let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: buildDirectory + "/msg")
         p.arguments = arguments

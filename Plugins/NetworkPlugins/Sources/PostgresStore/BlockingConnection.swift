@@ -73,8 +73,7 @@ final class BlockingConnection {
             lost = false
             // What was notified while the connection was away is not told again: say
             // something may have come, and listen on the new one.
-            for l in listeners {
-                fresh.addListener(channel: l.channel) { _, _ in l.heard() }
+            for l in listeners where Self.attach(l.channel, l.heard, to: fresh) {
                 l.heard()
             }
         }
@@ -93,8 +92,22 @@ final class BlockingConnection {
     /// - Throws: as ``query(_:_:)``.
     func listen(_ channel: String, _ heard: @escaping @Sendable () -> Void) throws(MsgError) {
         listeners.append((channel, heard))
-        connection.addListener(channel: channel) { _, _ in heard() }
+        // A connection found closed is lost: the query connects again, and listens
+        // on the new one.
+        if !lost && !Self.attach(channel, heard, to: connection) { lost = true }
         try query("SELECT 1", "listening on \(channel)")
+    }
+
+    /// Adds a listener to `connection` unless it is closed: checked and added on its
+    /// event loop, where it cannot close in between. (PostgresNIO traps when a
+    /// listener's start is written to a closed channel and dropped unused.)
+    private static func attach(_ channel: String, _ heard: @escaping @Sendable () -> Void, to connection: PostgresConnection) -> Bool {
+        let added = try? connection.eventLoop.submit { () -> Bool in
+            guard !connection.isClosed else { return false }
+            connection.addListener(channel: channel) { _, _ in heard() }
+            return true
+        }.wait()
+        return added ?? false
     }
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.

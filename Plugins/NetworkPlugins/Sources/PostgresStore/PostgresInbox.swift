@@ -8,29 +8,28 @@ import Synchronization
 ///
 /// It has a connection of its own: a take holds its rows' locks (`FOR UPDATE SKIP
 /// LOCKED`, so two drainers take different rows) while the host stores their
-/// messages through the store's connection, then deletes them and commits. It
-/// listens on the schema's channel, so ``changed()`` only reads a counter the
-/// notifications move.
+/// messages through the store's connection, then deletes them and commits. Once
+/// asked whether rows came (a watch), it listens on the schema's channel, so
+/// ``changed()`` only reads a counter the notifications move.
 final class PostgresInbox: DraftInbox {
     private let db: BlockingConnection
     private let schema: String
     private let heard = Heard()
     private var seen: UInt64?
+    private var listening = false
 
     /// A count of notifications, moved on an event loop thread.
     private final class Heard: Sendable {
         let count = Atomic<UInt64>(0)
     }
 
-    /// Connects and listens; brings the schema up to date (the inbox comes with it).
+    /// Connects; brings the schema up to date (the inbox comes with it).
     /// - Throws: as ``PostgresStore/init(url:access:)``.
     init(url: PluginURL) throws(MsgError) {
         let address = try PostgresAddress(url)
         db = try BlockingConnection(address, password: try PassFile.password(for: address))
         schema = address.schema
         try PostgresSchema.migrate(db)
-        let heard = heard
-        try db.listen(PostgresInboxSchema.channel(schema)) { heard.count.add(1, ordering: .relaxed) }
     }
 
     func install() throws(MsgError) -> String {
@@ -63,7 +62,15 @@ final class PostgresInbox: DraftInbox {
         }
     }
 
+    /// The first call starts listening (a one-shot take never asks) and answers
+    /// true: rows committed before the LISTEN took hold are taken by the drain it causes.
     func changed() throws(MsgError) -> Bool {
+        if !listening {
+            // Once: a connection lost meanwhile listens again when it comes back.
+            listening = true
+            let heard = heard
+            try db.listen(PostgresInboxSchema.channel(schema)) { heard.count.add(1, ordering: .relaxed) }
+        }
         let now = heard.count.load(ordering: .relaxed)
         defer { seen = now }
         return seen != now
