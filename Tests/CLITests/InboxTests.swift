@@ -17,7 +17,7 @@ import Testing
     }
 
     /// A file of SQL inserting orders, each with its message, one transaction each
-    /// (`sqlite3 app.db < FILE`).
+    /// (`sqlite3 -cmd '.timeout 30000' app.db < FILE`).
     func orders(_ s: Sandbox, _ range: ClosedRange<Int>, to: String = "warehouse") throws -> String {
         try s.file("orders-\(range.lowerBound)-\(range.upperBound).sql", range.map {
             "BEGIN; INSERT INTO orders VALUES ('o\($0)'); INSERT INTO msg_inbox (draft) VALUES ('{\"to\":\"\(to)\",\"body\":\"o\($0)\"}'); COMMIT;\n"
@@ -33,7 +33,7 @@ import Testing
             BEGIN; INSERT INTO orders VALUES ('gone'); INSERT INTO msg_inbox (draft) VALUES ('{"to":"warehouse","body":"gone"}'); ROLLBACK;
             """)
         let r = try s.sh("""
-            sqlite3 app.db < \(try orders(s, 1...3)); sqlite3 app.db < \(gone)
+            sqlite3 -cmd '.timeout 30000' app.db < \(try orders(s, 1...3)); sqlite3 -cmd '.timeout 30000' app.db < \(gone)
             python3 -c "import json, os, sqlite3
             db = sqlite3.connect('app.db', isolation_level=None)
             db.execute('BEGIN')
@@ -57,7 +57,7 @@ import Testing
         let s = try application()
         let batch = 16_384, n = 20_000
         let r = try s.sh("""
-            sqlite3 app.db < \(try orders(s, 1...n))
+            sqlite3 -cmd '.timeout 30000' app.db < \(try orders(s, 1...n))
             MSG_FAULT=after-intake:\(batch + 1) msg inbox drain sqlite:app.db > /dev/null 2>&1; echo "killed: $?"
             sqlite3 app.db 'SELECT count(*) FROM msg_inbox'; msg queue count
             msg inbox drain sqlite:app.db | grep -c '"status":"queued"'; msg queue count
@@ -75,7 +75,7 @@ import Testing
     @Test func twoDrainersAtOnceTakeEachRowOnce() throws {
         let s = try application()
         let r = try s.sh("""
-            sqlite3 -cmd ".timeout 30000" app.db < \(try orders(s, 1...3000)) &
+            sqlite3 -cmd '.timeout 30000' app.db < \(try orders(s, 1...3000)) &
             for d in 1 2; do (for i in $(seq 40); do msg inbox drain sqlite:app.db; done) > out$d 2> err$d & done
             wait
             msg inbox drain sqlite:app.db > out3
@@ -99,7 +99,7 @@ import Testing
             INSERT INTO msg_inbox (draft) VALUES ('{"to":"a","body":"last"}');
             """)
         let r = try s.sh("""
-            sqlite3 app.db < \(rows)
+            sqlite3 -cmd '.timeout 30000' app.db < \(rows)
             msg inbox drain sqlite:app.db > /dev/null 2> err; echo "exit $?"; cat err
             msg queue ls --status dead | jq -r '[.to, .last_error.message, (.inbox_draft // .inbox_draft_hex)] | join(" | ")'
             msg flush | jq -r .body
@@ -119,7 +119,7 @@ import Testing
     @Test func rowsOfOneTransactionKeepTheirOrder() throws {
         let s = try application()
         let inserts = try s.file("one.sql", "BEGIN;\n" + (1...500).map { "INSERT INTO msg_inbox (draft) VALUES ('{\"to\":\"d\($0 % 3)\",\"body\":\"\($0)\"}');\n" }.joined() + "COMMIT;\n")
-        let r = try s.sh("sqlite3 app.db < \(inserts) && msg inbox drain sqlite:app.db > /dev/null && msg queue ls | jq -r .body")
+        let r = try s.sh("sqlite3 -cmd '.timeout 30000' app.db < \(inserts) && msg inbox drain sqlite:app.db > /dev/null && msg queue ls | jq -r .body")
         #expect(r.lines == (1...500).map(String.init), "\(r.err)")
     }
 
@@ -129,7 +129,7 @@ import Testing
         let (watch, _, _) = try s.start(["flush", "--watch", "--inbox", "sqlite:\(s.home)/app.db"])
         defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
         for batch in [1...10, 11...20] {
-            let r = try s.sh("sqlite3 app.db < \(try orders(s, batch))")
+            let r = try s.sh("sqlite3 -cmd '.timeout 30000' app.db < \(try orders(s, batch))")
             #expect(r.status == 0, "\(r.err)")
             #expect(eventually(within: 10) { (try? s.droppedBodies().count) == batch.upperBound }, "delivered: \((try? s.droppedBodies().count) ?? -1)")
         }
