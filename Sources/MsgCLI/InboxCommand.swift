@@ -39,7 +39,7 @@ struct InboxDrainCommand: SessionCommand {
         commandName: "drain",
         abstract: "Take every row of an application's inbox into the queue, once each; print each record.",
         discussion: """
-            A row's message keeps the draft's id (its idempotency key) or the id its row was given, so a row \
+            A row's message keeps the draft's id (its idempotency key) or the id its row fixes, so a row \
             taken again after a crash is not queued twice. A row that is not a valid draft is stored dead \
             with the reason (exit 65). For a service, flush --watch --inbox URL.
             """
