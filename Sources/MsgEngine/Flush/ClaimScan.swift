@@ -15,18 +15,18 @@ package final class ClaimScan {
     package init() {}
 
     /// The last message read; the next claim starts after it. Nil: from the first.
-    private(set) var position: ClaimPosition?
+    package private(set) var position: ClaimPosition?
     /// Destinations held in this scan, with why.
     package private(set) var held: [String: DestinationBook.Hold] = [:]
     /// Messages read and left per held destination in this scan.
-    private(set) var heldCount: [String: Int] = [:]
+    package private(set) var heldCount: [String: Int] = [:]
     /// Per held destination, the furthest of its messages counted in ``heldCount``:
     /// a scan that goes back part of the way (``rewind(before:)``,
     /// ``releaseFreed()``) reads some again, and a destination released there counts
     /// afresh when it is held again.
     private var countedTo: [String: ClaimPosition] = [:]
     /// Held destinations whose messages the store may skip without reading them.
-    private(set) var skippable: Set<String> = []
+    package private(set) var skippable: Set<String> = []
     /// Per held destination, the lowest message it left behind in this scan: going
     /// back to just before it reads all of them again. None for a hold made where no
     /// message was read (an outcome's breaker or pause, a hint): ending such a hold
@@ -34,7 +34,7 @@ package final class ClaimScan {
     private var heldFrom: [String: ClaimPosition] = [:]
     /// Holds the run's own outcomes ended (``free(_:)``), released at the next claim
     /// (``releaseFreed()``).
-    private(set) var freed: Set<String> = []
+    package private(set) var freed: Set<String> = []
     /// Held for the run's own messages (its share pending, its probe): only its own
     /// outcomes end those (``free(_:)``), so going back for another process's commit
     /// (``rewind(before:)``) keeps them, and with them the first message they left,
@@ -47,18 +47,18 @@ package final class ClaimScan {
     private var locked: Set<String> = []
     /// The earliest time a pause or a token wait of this scan ends: a run waits for
     /// those (within its patience), not for a breaker's cool-down.
-    private(set) var wake: Timestamp?
+    package private(set) var wake: Timestamp?
     /// The earliest time any hold of this scan ends by itself (a pause, a token, a
     /// breaker's cool-down, a suspension until a time): then the scan starts again,
     /// even in a queue nothing else changed (`flush --watch` keeps its scan).
-    private(set) var holdsEnd: Timestamp?
+    package private(set) var holdsEnd: Timestamp?
     /// Records in flight in other processes: id to destination, as last read.
     var foreign: [String: String] = [:] {
         didSet { foreignKeys = Set(foreign.values) }
     }
     private(set) var foreignKeys: Set<String> = []
     /// The store's change token when this scan last claimed.
-    var token: UInt64?
+    package var token: UInt64?
     /// The store's mark of commits (``ChangeFloors``) as of this scan's last look:
     /// another process's commits since then are asked about from there.
     var floorMark: Int64?
@@ -67,17 +67,17 @@ package final class ClaimScan {
     /// have ended, the queue changed, a time came) a claim would only walk past
     /// the held destinations' messages again to find nothing: 150 ms a claim with a
     /// million of them, once a second and at every change in `flush --watch`.
-    private(set) var exhausted = false
+    package private(set) var exhausted = false
 
     /// A claim read to the end of the queue.
-    func readToEnd() { exhausted = true }
+    package func readToEnd() { exhausted = true }
     /// The earliest time a message not due yet becomes due (from the store).
-    var nextDue: Timestamp?
+    package var nextDue: Timestamp?
 
     /// Holds `key` for the rest of the scan from the message at `from` (where it was
     /// read and left); `counting`: that message is counted among the held, once
     /// however often the scan goes back over it.
-    func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false,
+    package func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false,
               locked isLocked: Bool = false) {
         if held[key] == nil {
             held[key] = why
@@ -101,12 +101,12 @@ package final class ClaimScan {
     }
 
     /// The scan went as far as `position`.
-    func advance(to position: ClaimPosition?) {
+    package func advance(to position: ClaimPosition?) {
         if let position { self.position = position }
     }
 
     /// Starts the scan again from the first message, every hold forgotten.
-    func rewind() {
+    package func rewind() {
         position = nil
         exhausted = false
         held = [:]
@@ -133,7 +133,7 @@ package final class ClaimScan {
     }
 
     /// Whether nothing was read yet: no position, no hold, no mark.
-    var isFresh: Bool { position == nil && !exhausted && held.isEmpty && floorMark == nil }
+    package var isFresh: Bool { position == nil && !exhausted && held.isEmpty && floorMark == nil }
 
     /// Goes back to just before `floor`, the lowest message other processes' commits
     /// wrote since the scan last looked (``ChangeFloors``), when no destination state
@@ -145,7 +145,7 @@ package final class ClaimScan {
     /// its outcome (``free(_:)``).
     /// - Returns: false when a hold to release has no first message on record: then
     ///   the caller starts the scan from the first message.
-    func rewind(before floor: ClaimPosition) -> Bool {
+    package func rewind(before floor: ClaimPosition) -> Bool {
         // Busy in another process: read again (the planner holds it again where that
         // still holds). Held for the run's own share pending: kept, for its messages
         // left may lie before `floor`, and only its own outcome frees it.
@@ -163,14 +163,14 @@ package final class ClaimScan {
     /// The run's own outcome ended what held `key` (its message in flight, its
     /// probe): at the next claim the scan goes back to the first message it left
     /// behind. A hold that ends by its time is not ended so.
-    func free(_ key: String) {
+    package func free(_ key: String) {
         guard let why = held[key], why.until == nil else { return }
         freed.insert(key)
     }
 
     /// A message of `key` went back to the queue behind the scan (put back as it
     /// was): ending its hold starts the scan from the first message.
-    func putBehind(_ key: String) {
+    package func putBehind(_ key: String) {
         heldFrom[key] = nil
     }
 
@@ -181,7 +181,7 @@ package final class ClaimScan {
     /// once, not after each of its own outcomes.
     /// - Returns: false when one of them has no such message on record: then the
     ///   caller starts the scan from the first message.
-    func releaseFreed() -> Bool {
+    package func releaseFreed() -> Bool {
         guard !freed.isEmpty else { return true }
         var lowest: ClaimPosition?
         for key in freed {
@@ -214,7 +214,7 @@ package final class ClaimScan {
     }
 
     /// How the scan goes on before the next claim.
-    enum Restart: Equatable {
+    package enum Restart: Equatable {
         /// Where it stopped.
         case goOn
         /// From the first message: a time came (a hold's end, a message due).
@@ -228,7 +228,7 @@ package final class ClaimScan {
     /// message's due time came, or another process changed the queue (`token`
     /// differs, or the store cannot tell). The holds the run's own outcomes ended
     /// are the caller's to release (``releaseFreed()``).
-    func restart(token now: UInt64?, at time: Timestamp) -> Restart {
+    package func restart(token now: UInt64?, at time: Timestamp) -> Restart {
         // At the first message already, unless a claim from there read to the end.
         if position == nil && !exhausted { return .goOn }
         if let wake, wake <= time { return .fromFirst }
