@@ -5,7 +5,7 @@ import MsgKit
 /// rules as ``DestinationBook`` orders them; what it takes is made `sending` under
 /// a lease. Destination states are read per key, as candidates need them, and the
 /// lessons of the run's outcomes are applied to them first.
-final class DestinationPlanner: ClaimPlanner {
+package final class DestinationPlanner: ClaimPlanner {
     private let book: DestinationBook
     private let scan: ClaimScan
     private let now: Timestamp
@@ -46,7 +46,7 @@ final class DestinationPlanner: ClaimPlanner {
     /// The records as they were before this claim took them (to put back).
     private(set) var originals: [String: EncodedMessage] = [:]
 
-    init(book: DestinationBook, scan: ClaimScan, now: Timestamp, lease: Message.Lease, lessons: [(key: String, lesson: DestinationBook.Lesson)],
+    package init(book: DestinationBook, scan: ClaimScan, now: Timestamp, lease: Message.Lease, lessons: [(key: String, lesson: DestinationBook.Lesson)],
          own: Set<String>, room: ((String) -> Int)?, attempted: @escaping (String) -> Bool, faults: FaultPoints) {
         self.book = book
         self.scan = scan
@@ -61,7 +61,7 @@ final class DestinationPlanner: ClaimPlanner {
 
     private var rules: DeliveryRules { book.rules }
 
-    func begin(_ session: any ClaimSession) throws(MsgError) {
+    package func begin(_ session: any ClaimSession) throws(MsgError) {
         self.session = session
         // With every message its own destination there is no order to keep.
         locks = rules.key == .id ? nil : session.locks
@@ -100,12 +100,12 @@ final class DestinationPlanner: ClaimPlanner {
     /// Recipients the store may leave out: destinations held in this scan, and those
     /// in flight in another process (held whatever their state says), so a claim
     /// never reads the messages waiting behind them, not even its first chunk.
-    var skipping: Set<String> {
+    package var skipping: Set<String> {
         guard rules.key == .recipient else { return [] }
         return scan.foreignKeys.isEmpty ? scan.skippable : scan.skippable.union(scan.foreignKeys)
     }
 
-    func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
+    package func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
         if let locks {
             // The destinations of this chunk not decided yet, held before their states
             // and records in flight are read (those reads then see what the claims
@@ -281,7 +281,7 @@ final class DestinationPlanner: ClaimPlanner {
         }
     }
 
-    func finish() -> [String: String?] {
+    package func finish() -> [String: String?] {
         var out: [String: String?] = [:]
         for key in changed {
             var s = states[key] ?? DestinationState()

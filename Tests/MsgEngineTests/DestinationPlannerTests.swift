@@ -1,0 +1,84 @@
+import MsgEngine
+import MsgKit
+import Testing
+
+/// The planner alone (#52): a claim's candidates in, answers and holds out, with a
+/// claim session that only says what a store would (records in flight elsewhere,
+/// destination states); no store, no thread, no `Flusher`.
+@Suite struct DestinationPlannerTests {
+    static let now = Timestamp(milliseconds: 1_800_000_000_000)
+
+    /// What a store's claim session tells the planner, and nothing it does.
+    final class Session: ClaimSession {
+        let flying: [InFlight]
+        let stored: [String: String]
+        init(inFlight: [InFlight] = [], states: [String: String] = [:]) { (flying, stored) = (inFlight, states) }
+        func inFlight() throws(MsgError) -> [InFlight]? { flying }
+        func record(_ id: String) throws(MsgError) -> EncodedMessage? { nil }
+        func hasStates() throws(MsgError) -> Bool { !stored.isEmpty }
+        func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { stored.filter { keys.contains($0.key) } }
+        func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] { [] }
+        func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] { changes.map { _ in true } }
+    }
+
+    /// The queued message `n` to `to`, created `n` ms after the epoch of the test.
+    func row(_ n: Int64, to: String, expiresAt: Timestamp? = nil) -> ClaimRow {
+        let m = Message(id: "0190000\(n)-0000-7000-8000-000000000000", to: to, body: "m\(n)",
+                        now: Timestamp(milliseconds: Self.now.milliseconds - 60_000 + n), expiresAt: expiresAt)
+        return ClaimRow(record: EncodedMessage(m), status: .queued)
+    }
+
+    func planner(_ scan: ClaimScan, room: ((String) -> Int)? = nil) throws -> any ClaimPlanner {
+        DestinationPlanner(book: DestinationBook(rules: DeliveryRules()), scan: scan, now: Self.now,
+                           lease: Message.Lease(host: "test", pid: 1, until: Self.now), lessons: [], own: [], room: room,
+                           attempted: { _ in false }, faults: try FaultPoints(environment: nil))
+    }
+
+    /// What the answers took, by body; nil for a skip or a stop.
+    func taken(_ answers: [ClaimAnswer]) -> [String?] {
+        answers.map { if case .take(let r) = $0 { r.message.body } else { nil } }
+    }
+
+    @Test func aDestinationInFlightElsewhereIsHeldAndLeftOutOfTheNextRead() throws {
+        let scan = ClaimScan()
+        let p = try planner(scan)
+        let session = Session(inFlight: [InFlight(id: "elsewhere", to: "bob")])
+        try p.begin(session)
+        let answers = try p.consider([row(1, to: "bob"), row(2, to: "carol"), row(3, to: "bob")], in: session)
+        #expect(taken(answers) == [nil, "m2", nil])
+        #expect(scan.held["bob"] == .busy && scan.heldCount["bob"] == 2)
+        #expect(p.skipping.contains("bob") && !p.skipping.contains("carol"))
+        #expect(answers.allSatisfy { if case .take(let r) = $0 { r.message.status == .sending } else { true } }, "what is taken goes out sending")
+    }
+
+    /// With a share per destination, what is beyond it waits for the scan to start
+    /// again, held as the run's own: none of it goes ahead of what was taken.
+    @Test func beyondItsShareADestinationIsHeldAsTheRunsOwn() throws {
+        let scan = ClaimScan()
+        let p = try planner(scan, room: { _ in 1 })
+        let session = Session()
+        try p.begin(session)
+        let answers = try p.consider([row(1, to: "bob"), row(2, to: "bob"), row(3, to: "carol")], in: session)
+        #expect(taken(answers) == ["m1", nil, "m3"])
+        #expect(scan.held["bob"] == .busy)
+        // The run's own hold stands when another process's commit sends the scan back.
+        #expect(scan.rewind(before: row(0, to: "x").position) && scan.held["bob"] == .busy)
+    }
+
+    /// An expired message is taken to be recorded dead, never to be sent; a
+    /// suspended destination is held with its suspension, its messages left.
+    @Test func expiredMessagesDieAndSuspendedDestinationsWait() throws {
+        var suspended = DestinationState()
+        suspended.suspension = .init(since: Self.now, until: nil, reason: "maintenance")
+        let scan = ClaimScan()
+        let p = try planner(scan)
+        let session = Session(states: ["dave": suspended.text])
+        try p.begin(session)
+        let answers = try p.consider([row(1, to: "bob", expiresAt: Self.now), row(2, to: "dave"), row(3, to: "erin")], in: session)
+        guard case .take(let expired) = answers[0] else { Issue.record("the expired message was not taken: \(answers[0])"); return }
+        #expect(expired.message.status == .dead && expired.message.lastError?.code == "expired")
+        #expect(taken(answers).dropFirst() == [nil, "m3"])
+        #expect(scan.held["dave"] == .suspended(until: nil))
+        #expect(p.finish().isEmpty, "no destination's state changed")
+    }
+}
