@@ -36,7 +36,7 @@ jq -r '.body | fromjson | .order' delivered.ndjson
 test "$(jq -r '.body | fromjson | .order' delivered.ndjson)" = $'order-1\norder-3'
 test "$(ls outbox/new | wc -l)" = 2
 
-# SQLite: the inbox is a table in the application's database; the watch takes it in.
+# SQLite: the inbox is a table in the application's database; flush takes it in.
 sqlite3 shop.db 'PRAGMA journal_mode = WAL' > /dev/null
 msg inbox install sqlite:shop.db
 export MSG_STORE="sqlite:$MSG_HOME/queue.sqlite"

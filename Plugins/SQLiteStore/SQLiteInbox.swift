@@ -12,10 +12,11 @@ import MsgSupport
 /// `inserted_at` whose next 40 bits are `seq`'s, so rows inserted in one millisecond
 /// keep their order in the queue, and whose last 34 are the nonce's.
 ///
-/// A take holds the database's write lock (`BEGIN IMMEDIATE`) from reading the rows
-/// until they are deleted: two drainers take turns, and the application's own
-/// writes wait for one batch at most (its busy timeout covers that). msg changes
-/// nothing else in the database: not its journal mode, not its pragmas.
+/// A take looks without a lock first; when there are rows it holds the database's
+/// write lock (`BEGIN IMMEDIATE`) from reading them until they are deleted: two
+/// drainers take turns, and the application's own writes wait for one batch at most
+/// (its busy timeout covers that). msg changes nothing else in the database: not
+/// its journal mode, not its pragmas (`synchronous` is set on msg's own connection).
 final class SQLiteInbox: DraftInbox {
     static let table = "msg_inbox"
     private let db: SQLiteDatabase
