@@ -1,7 +1,6 @@
 import Dispatch
 import MsgKit
 import MsgSupport
-import Synchronization
 
 /// Takes an application's inbox into the queue (msg-inbox(1), docs/DESIGN.md 5):
 /// the transactional outbox's second half.
@@ -68,14 +67,9 @@ public struct InboxIntake {
         }
     }
 
-    /// An intake completing drafts with `drafts` and storing into `store`; `faults`
-    /// may kill it between a batch's two commits (``FaultPoints/Point/afterIntake``).
-    public init(store: any Store, drafts: Drafts = Drafts(), faults: FaultPoints? = nil,
-                clock: @escaping () -> Timestamp = { Timestamp.now() }) {
-        self.init(opening: { store }, drafts: drafts, faults: faults, clock: clock)
-    }
-
-    /// An intake storing into the store `open` opens, when the first row comes.
+    /// An intake completing drafts with `drafts` and storing into the store `open`
+    /// opens when the first row comes; `faults` may kill it between a batch's
+    /// commits (``FaultPoints/Point/afterIntake``).
     public init(opening open: @escaping () throws(MsgError) -> any Store, drafts: Drafts = Drafts(), faults: FaultPoints? = nil,
                 clock: @escaping () -> Timestamp = { Timestamp.now() }) {
         self.target = Target(open)
@@ -117,7 +111,13 @@ public struct InboxIntake {
         // The first chunk on both cores; each next one on one, beside the commit.
         var made = MsgKit.parallelMap(chunks[0]) { Self.record($0, drafts: drafts, now: now) }
         for i in chunks.indices {
-            let next = i + 1 < chunks.count ? Prefetch { chunks[i + 1].map { Self.record($0, drafts: drafts, now: now) } } : nil
+            var next: Channel<[(record: EncodedMessage, refused: Bool)]>?
+            if i + 1 < chunks.count {
+                let made = Channel<[(record: EncodedMessage, refused: Bool)]>(capacity: 1)
+                let chunk = chunks[i + 1]
+                DispatchQueue.global().async { made.send(chunk.map { Self.record($0, drafts: drafts, now: now) }) }
+                next = made
+            }
             let records = made.map(\.record)
             for (j, result) in try store.add(records).enumerated() {
                 if !result.inserted {
@@ -129,7 +129,7 @@ public struct InboxIntake {
                 }
                 try stored?(records[j], result)
             }
-            made = next?.value() ?? []
+            made = next?.receive() ?? []
         }
         faults?.pass(.afterIntake, count: rows.count)
         return summary
@@ -176,22 +176,3 @@ public struct InboxIntake {
     }
 }
 
-/// A value made on another thread, waited for when it is needed.
-final class Prefetch<T: Sendable>: Sendable {
-    private let result = Mutex<T?>(nil)
-    private let done = DispatchSemaphore(value: 0)
-
-    init(_ make: @escaping @Sendable () -> T) {
-        DispatchQueue.global().async {
-            let value = make()
-            self.result.withLock { $0 = value }
-            self.done.signal()
-        }
-    }
-
-    /// The value, once it is made.
-    func value() -> T {
-        done.wait()
-        return result.withLock { $0! }
-    }
-}
