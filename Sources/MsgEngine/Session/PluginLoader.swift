@@ -49,38 +49,26 @@ public struct PluginLoader: Sendable {
     /// - Throws: `unavailable` (69) for an unknown scheme or a plugin that cannot be
     ///   loaded; what the store's factory throws.
     public func openStore(_ url: String, access: StoreAccess = .write) throws(MsgError) -> any Store {
-        let parsed = try PluginURL(url)
-        guard let factory = try resolve(parsed.scheme, kind: .store, lookup: registry.storeFactory) else {
-            throw unknownScheme(parsed.scheme, kind: .store)
-        }
+        let (parsed, factory) = try factory(for: url, kind: .store, lookup: registry.storeFactory)
         return try factory(parsed, access)
     }
 
     /// Opens the transport named by `url`. - Throws: as ``openStore(_:)``.
     public func openTransport(_ url: String) throws(MsgError) -> any Transport {
-        let parsed = try PluginURL(url)
-        guard let factory = try resolve(parsed.scheme, kind: .transport, lookup: registry.transportFactory) else {
-            throw unknownScheme(parsed.scheme, kind: .transport)
-        }
+        let (parsed, factory) = try factory(for: url, kind: .transport, lookup: registry.transportFactory)
         return try factory(parsed)
     }
 
     /// Makes the listener named by `url` (`tcp://127.0.0.1:7000`). - Throws: as ``openStore(_:)``.
     public func openListener(_ url: String, context: ListenerContext) throws(MsgError) -> any Listener {
-        let parsed = try PluginURL(url)
-        guard let factory = try resolve(parsed.scheme, kind: .listener, lookup: registry.listenerFactory) else {
-            throw unknownScheme(parsed.scheme, kind: .listener)
-        }
+        let (parsed, factory) = try factory(for: url, kind: .listener, lookup: registry.listenerFactory)
         return try factory(parsed, context)
     }
 
     /// Opens the application's inbox named by `url` (`sqlite:/srv/app.db`).
     /// - Throws: as ``openStore(_:)``.
     public func openInbox(_ url: String) throws(MsgError) -> any DraftInbox {
-        let parsed = try PluginURL(url)
-        guard let factory = try resolve(parsed.scheme, kind: .inbox, lookup: registry.inboxFactory) else {
-            throw unknownScheme(parsed.scheme, kind: .inbox)
-        }
+        let (parsed, factory) = try factory(for: url, kind: .inbox, lookup: registry.inboxFactory)
         guard let inbox = try factory(parsed, .named) else {
             throw MsgError(.config, "\(parsed.scheme): keeps no inbox at \(url)")
         }
@@ -95,6 +83,17 @@ public struct PluginLoader: Sendable {
         let parsed = try PluginURL(url)
         guard let factory = registry.inboxFactory(parsed.scheme) else { return nil }
         return try factory(parsed, .storesOwn)
+    }
+
+    /// `url` parsed, and the factory of its scheme for `kind`, loading its plugin.
+    /// - Throws: `config` for a URL that does not parse; `unavailable` for a scheme
+    ///   no plugin serves.
+    private func factory<F>(for url: String, kind: PluginRegistry.Kind, lookup: (String) -> F?) throws(MsgError) -> (PluginURL, F) {
+        let parsed = try PluginURL(url)
+        guard let factory = try resolve(parsed.scheme, kind: kind, lookup: lookup) else {
+            throw unknownScheme(parsed.scheme, kind: kind)
+        }
+        return (parsed, factory)
     }
 
     private func resolve<F>(_ scheme: String, kind: PluginRegistry.Kind, lookup: (String) -> F?) throws(MsgError) -> F? {
