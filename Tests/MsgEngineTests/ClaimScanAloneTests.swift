@@ -15,7 +15,7 @@ import Testing
     func before(_ n: Int64) -> ClaimPosition { ClaimPosition(createdAt: at(n).createdAt, id: "") }
 
     @Test func aDestinationsMessagesAreCountedOnceHoweverOftenTheScanPassesThem() {
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         #expect(scan.isFresh)
         scan.hold("a", .busy, from: at(1))
         scan.hold("a", .busy, from: at(3))
@@ -33,23 +33,25 @@ import Testing
     /// The run's own outcome frees its destination: the next claim goes back to the
     /// first message that destination left, and only its hold ends.
     @Test func anOwnOutcomeGoesBackToWhatItsDestinationLeftAndNoFurther() {
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         scan.hold("a", .busy, from: at(4), own: true)
         scan.hold("b", .busy, from: at(2))
         scan.advance(to: at(9))
         scan.free("a")
         #expect(scan.freed == ["a"])
-        #expect(scan.releaseFreed())
+        let released = scan.releaseFreed()
+        #expect(released)
         #expect(scan.position == before(4), "back to the first message a left, not to the first of all")
         #expect(Set(scan.held.keys) == ["b"] && scan.freed.isEmpty)
         // Nothing freed: nothing moves.
-        #expect(scan.releaseFreed() && scan.position == before(4))
+        let releasedAgain = scan.releaseFreed()
+        #expect(releasedAgain && scan.position == before(4))
     }
 
     /// A hold that ends by its time (a pause, an open breaker) is not ended by an
     /// outcome; its time ends it, and the scan starts from the first message then.
     @Test func aHoldWithATimeEndsByItsTimeNotByAnOutcome() {
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         let until = Timestamp(milliseconds: Self.t0.milliseconds + 5000)
         scan.hold("c", .paused(until: until), from: at(1))
         scan.advance(to: at(3))
@@ -64,12 +66,13 @@ import Testing
     /// A message of a held destination put back behind the scan leaves no first
     /// message on record: ending that hold must start from the first message.
     @Test func aMessagePutBehindTheScanSendsItBackToTheFirstMessage() {
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         scan.hold("k", .busy, from: at(3), own: true)
         scan.advance(to: at(6))
         scan.putBehind("k")
         scan.free("k")
-        #expect(!scan.releaseFreed(), "the caller starts from the first message")
+        let released = scan.releaseFreed()
+        #expect(!released, "the caller starts from the first message")
     }
 
     /// Another process's commit sends the scan back only to where it changed the
@@ -77,29 +80,32 @@ import Testing
     /// busy elsewhere is looked at again, and one held by another claim's lock goes
     /// back to the first message it left, which may lie before the commit.
     @Test func anotherProcessesCommitGoesBackOnlyAsFarAsItChangedTheQueue() {
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         scan.hold("suspended", .suspended(until: nil), from: at(1))
         scan.hold("elsewhere", .busy, from: at(2))
         scan.hold("mine", .busy, from: at(3), own: true)
         scan.advance(to: at(9))
-        #expect(scan.rewind(before: at(6)))
+        let wentBack = scan.rewind(before: at(6))
+        #expect(wentBack)
         #expect(Set(scan.held.keys) == ["suspended", "mine"])
         #expect(scan.position == before(6))
 
-        let locked = ClaimScan()
+        var locked = ClaimScan()
         locked.hold("l", .busy, from: at(2), locked: true)
         locked.advance(to: at(9))
-        #expect(locked.rewind(before: at(6)))
+        let lockedWentBack = locked.rewind(before: at(6))
+        #expect(lockedWentBack)
         #expect(locked.position == before(2), "back to what the locked destination left")
 
-        let unknown = ClaimScan()
+        var unknown = ClaimScan()
         unknown.hold("u", .busy, locked: true)
         unknown.advance(to: at(9))
-        #expect(!unknown.rewind(before: at(6)), "no first message on record: from the first")
+        let unknownWentBack = unknown.rewind(before: at(6))
+        #expect(!unknownWentBack, "no first message on record: from the first")
     }
 
     @Test func whenTheScanStartsAgain() {
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         #expect(scan.restart(token: nil, at: Self.t0) == .goOn, "at the first message already")
         scan.advance(to: at(1))
         scan.token = 3
@@ -114,6 +120,7 @@ import Testing
         scan.token = 3
         #expect(scan.restart(token: 3, at: Self.t0) == .goOn && scan.exhausted)
         #expect(scan.restart(token: 5, at: Self.t0) == .changedElsewhere)
-        #expect(scan.rewind(before: at(0)) && !scan.exhausted)
+        let wentBack = scan.rewind(before: at(0))
+        #expect(wentBack && !scan.exhausted)
     }
 }

@@ -28,10 +28,10 @@ import Testing
         return ClaimRow(record: EncodedMessage(m), status: .queued)
     }
 
-    func planner(_ scan: ClaimScan, room: ((String) -> Int)? = nil) throws -> any ClaimPlanner {
-        DestinationPlanner(book: DestinationBook(rules: DeliveryRules()), scan: scan, now: Self.now,
-                           lease: Message.Lease(host: "test", pid: 1, until: Self.now), lessons: [], own: [], room: room,
-                           attempted: { _ in false }, faults: try FaultPoints(environment: nil))
+    func planner(_ scan: ClaimScan, room: ((String) -> Int)? = nil, clock: @escaping () -> Timestamp = { Self.now }) throws -> DestinationPlanner {
+        DestinationPlanner(DestinationPlanner.Setup(
+            book: DestinationBook(rules: DeliveryRules()), clock: clock, lease: { Message.Lease(host: "test", pid: 1, until: $0) },
+            lessons: [], own: [], room: room, attempted: { _ in false }, faults: try FaultPoints(environment: nil)), scan: scan)
     }
 
     /// What the answers took, by body; nil for a skip or a stop.
@@ -40,13 +40,12 @@ import Testing
     }
 
     @Test func aDestinationInFlightElsewhereIsHeldAndLeftOutOfTheNextRead() throws {
-        let scan = ClaimScan()
-        let p = try planner(scan)
+        let p = try planner(ClaimScan())
         let session = Session(inFlight: [InFlight(id: "elsewhere", to: "bob")])
         try p.begin(session)
         let answers = try p.consider([row(1, to: "bob"), row(2, to: "carol"), row(3, to: "bob")], in: session)
         #expect(taken(answers) == [nil, "m2", nil])
-        #expect(scan.held["bob"] == .busy && scan.heldCount["bob"] == 2)
+        #expect(p.scan.held["bob"] == .busy && p.scan.heldCount["bob"] == 2)
         #expect(p.skipping.contains("bob") && !p.skipping.contains("carol"))
         #expect(answers.allSatisfy { if case .take(let r) = $0 { r.message.status == .sending } else { true } }, "what is taken goes out sending")
     }
@@ -54,15 +53,16 @@ import Testing
     /// With a share per destination, what is beyond it waits for the scan to start
     /// again, held as the run's own: none of it goes ahead of what was taken.
     @Test func beyondItsShareADestinationIsHeldAsTheRunsOwn() throws {
-        let scan = ClaimScan()
-        let p = try planner(scan, room: { _ in 1 })
+        let p = try planner(ClaimScan(), room: { _ in 1 })
         let session = Session()
         try p.begin(session)
         let answers = try p.consider([row(1, to: "bob"), row(2, to: "bob"), row(3, to: "carol")], in: session)
         #expect(taken(answers) == ["m1", nil, "m3"])
-        #expect(scan.held["bob"] == .busy)
+        #expect(p.scan.held["bob"] == .busy)
         // The run's own hold stands when another process's commit sends the scan back.
-        #expect(scan.rewind(before: row(0, to: "x").position) && scan.held["bob"] == .busy)
+        var scan = p.scan
+        let wentBack = scan.rewind(before: row(0, to: "x").position)
+        #expect(wentBack && scan.held["bob"] == .busy)
     }
 
     /// An expired message is taken to be recorded dead, never to be sent; a
@@ -70,15 +70,38 @@ import Testing
     @Test func expiredMessagesDieAndSuspendedDestinationsWait() throws {
         var suspended = DestinationState()
         suspended.suspension = .init(since: Self.now, until: nil, reason: "maintenance")
-        let scan = ClaimScan()
-        let p = try planner(scan)
+        let p = try planner(ClaimScan())
         let session = Session(states: ["dave": suspended.text])
         try p.begin(session)
         let answers = try p.consider([row(1, to: "bob", expiresAt: Self.now), row(2, to: "dave"), row(3, to: "erin")], in: session)
         guard case .take(let expired) = answers[0] else { Issue.record("the expired message was not taken: \(answers[0])"); return }
         #expect(expired.message.status == .dead && expired.message.lastError?.code == "expired")
         #expect(taken(answers).dropFirst() == [nil, "m3"])
-        #expect(scan.held["dave"] == .suspended(until: nil))
+        #expect(p.scan.held["dave"] == .suspended(until: nil))
         #expect(p.finish().isEmpty, "no destination's state changed")
+    }
+    /// A claim made again after the store was unreachable (``OutageRidingStore``
+    /// makes it again with the same planner) starts afresh: the holds, findings and
+    /// states of the attempt that failed are gone, and what it takes is leased from
+    /// the time of the attempt that commits, not of the one that failed.
+    @Test func anAttemptMadeAgainStartsAfreshAtItsOwnTime() throws {
+        final class Clock { var now = DestinationPlannerTests.now }
+        let clock = Clock()
+        let p = try planner(ClaimScan(), clock: { clock.now })
+        let busy = Session(inFlight: [InFlight(id: "elsewhere", to: "bob")])
+        try p.begin(busy)
+        #expect(taken(try p.consider([row(1, to: "bob"), row(2, to: "carol")], in: busy)) == [nil, "m2"])
+        #expect(p.scan.held["bob"] == .busy && p.found.originals.count == 1)
+        // The store failed before its commit; ten minutes later it answers, and bob's
+        // message in flight elsewhere has had its outcome.
+        clock.now = Timestamp(milliseconds: Self.now.milliseconds + 600_000)
+        let free = Session()
+        try p.begin(free)
+        #expect(p.scan.held.isEmpty && p.found.originals.isEmpty, "nothing of the attempt that failed")
+        let answers = try p.consider([row(1, to: "bob"), row(2, to: "carol")], in: free)
+        #expect(taken(answers) == ["m1", "m2"])
+        let leases = answers.compactMap { if case .take(let r) = $0 { r.message.lease?.until } else { nil } }
+        #expect(leases == [clock.now, clock.now], "leased from the attempt that commits")
+        #expect(p.found.originals.count == 2)
     }
 }

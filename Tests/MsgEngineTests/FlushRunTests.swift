@@ -98,3 +98,13 @@ import Testing
         #expect(r.next(now: at(500), stopAsked: false, scanWake: nil) == .claim(1))
     }
 }
+
+extension FlushRun {
+    /// ``next(now:stopAsked:)`` with the run's scan holding one destination paused
+    /// until `scanWake` (nil: nothing held), the scan's only say in what comes next.
+    mutating func next(now: Timestamp, stopAsked: Bool, scanWake: Timestamp?) -> Action {
+        scan = ClaimScan()
+        if let scanWake { scan.hold("paused", .paused(until: scanWake)) }
+        return next(now: now, stopAsked: stopAsked)
+    }
+}

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import MsgEngine
 import MsgKit
 import MsgKitTesting
@@ -6,8 +9,8 @@ import Testing
 
 /// ``OutageRidingStore``: any store through an outage. It is a whole store (the
 /// conformance suite, over SQLite and JSON), and a call that fails `unreachable`
-/// is made again until it goes through, but a claim and a listing, which its
-/// callers make again themselves or cannot.
+/// is made again until it goes through, a claim whole, but a listing, which could
+/// give records twice.
 @Suite struct OutageRidingStoreTests {
     static func outage() -> StoreOutage {
         let now = Mutex<Int64>(1_000_000)
@@ -74,16 +77,112 @@ import Testing
         #expect(try store.get(m.id)?.message.status == .sending)
     }
 
-    @Test func aClaimAndAListingAreNotMadeAgainHere() throws {
+    @Test func aClaimIsMadeAgainWholeAndAListingIsNot() throws {
         let flaky = Flaky(try PluginLoader().openStore("sqlite:\(temporaryDirectory())/q.sqlite"), failing: 0)
         let store = OutageRidingStore(flaky, outage: Self.outage())
-        _ = try store.add([Fixtures.message(1)])
+        let m = Fixtures.message(1)
+        _ = try store.add([m])
         flaky.failures = 1
-        #expect(throws: MsgError.self) { try store.claim(Query(statuses: [.queued]), limit: 10) { $0 } }
-        #expect(flaky.calls.suffix(1) == ["claim"], "one try: its caller plans it afresh")
+        let taken = try store.claim(Query(statuses: [.queued]), limit: 10) { (x) throws(MsgError) -> Message? in
+            var y = x
+            try y.transition(to: .sending, event: "attempt", at: Fixtures.t0)
+            return y
+        }
+        #expect(taken.map(\.message.id) == [m.id])
+        #expect(flaky.calls.suffix(2) == ["claim", "claim"], "the claim that failed, then the one that went through")
         flaky.failures = 1
         #expect(throws: MsgError.self) { try store.list(Query()) { _ in true } }
         #expect(flaky.calls.suffix(1) == ["list"], "one try: what it gave would be given twice")
+    }
+
+    /// A store whose claims lose their connection at the commit while `failing` is
+    /// above 0, after the planner has read and decided; `meanwhile` runs then (what
+    /// another process does during the outage).
+    final class LosingCommits: Store {
+        let inner: any Store
+        var failing = 0
+        var meanwhile: () throws -> Void = {}
+        init(_ inner: any Store) { self.inner = inner }
+        var capabilities: StoreCapabilities { inner.capabilities }
+        func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
+        func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
+        func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
+        func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
+        func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
+        func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try inner.remove(removals) }
+        func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
+        func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+            do throws(MsgError) {
+                return try inner.claimSession { (session) throws(MsgError) -> R in try body(Session(session, self)) }
+            } catch {
+                if error.code == .unreachable { try? meanwhile() }
+                throw error
+            }
+        }
+
+        final class Session: ClaimSession {
+            let inner: any ClaimSession
+            let owner: LosingCommits
+            init(_ inner: any ClaimSession, _ owner: LosingCommits) { (self.inner, self.owner) = (inner, owner) }
+            func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() }
+            func record(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.record(id) }
+            func hasStates() throws(MsgError) -> Bool { try inner.hasStates() }
+            func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try inner.states(keys) }
+            func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
+                try inner.candidates(query, after: position, skipping: skipping, limit: limit)
+            }
+            func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
+                if owner.failing > 0 {
+                    owner.failing -= 1
+                    throw MsgError(.unreachable, "the server closed the connection")
+                }
+                return try inner.store(changes, states: states)
+            }
+        }
+    }
+
+    /// `flush --watch` through an outage that strikes at a claim's commit: the store
+    /// makes the claim again, from the scan as it was before, so what the attempt that
+    /// failed held (a destination busy in another process, whose message had its
+    /// outcome during the outage) holds nothing, and every message goes once.
+    @Test func aClaimMadeAgainAfterAnOutageKeepsNothingOfTheAttemptThatFailed() throws {
+        let url = "sqlite:\(temporaryDirectory())/q.sqlite"
+        let loader = PluginLoader()
+        let lossy = LosingCommits(try loader.openStore(url))
+        let other = try loader.openStore(url)
+        let clock = TestClock()
+        let a = (0..<2).map { Fixtures.message($0, to: "a", createdOffset: Int64($0)) }
+        let b = Fixtures.message(10, to: "b", createdOffset: 10)
+        _ = try lossy.add(a + [b])
+        // a0 is in flight in another process.
+        var sending = a[0]
+        try sending.transition(to: .sending, event: "attempt", at: clock.read())
+        sending.lease = Message.Lease(host: "elsewhere", pid: 4242, until: clock.read().adding(.seconds(600)))
+        #expect(try other.update([Change(sending, expected: .queued)]) == [true])
+        // The first claim loses its commit; meanwhile a0 is sent there.
+        lossy.failing = 1
+        lossy.meanwhile = {
+            var sent = sending
+            sent.lease = nil
+            try sent.transition(to: .sent, event: "sent", at: clock.read())
+            _ = try other.update([Change(sent, expected: .sending)])
+        }
+        let trace = DeliveryTrace(failing: { _ in false })
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let said = Mutex<[String]>([])
+        let reporter = Reporter { line in said.withLock { $0.append(line) } }
+        let f = Flusher(store: lossy, transport: TracingTransport(trace), policy: RetryPolicy(), options: Flusher.Options(),
+                        faults: try FaultPoints(environment: nil), console: Console(input: -1, output: devNull, error: devNull, reporter: reporter),
+                        stop: StopRequest(watchesSignals: false), clock: clock.read, unit: { 0.5 })
+        f.outage = StoreOutage(store: "test", stop: StopRequest(watchesSignals: false), reporter: reporter, clock: clock.read,
+                               sleep: { clock.advance($0.milliseconds) }, seed: 1)
+        let summary = try f.run()
+        #expect(lossy.failing == 0, "the claim failed once")
+        #expect(summary.sent == 2 && summary.heldBack == 0, "\(summary)")
+        #expect(trace.state.withLock { $0.handed } == [a[1].id, b.id], "a1 goes: a is no longer busy elsewhere")
+        #expect(said.withLock { $0 }.contains { $0.contains("claiming waits for the store") })
+        #expect(try other.count(Query(statuses: [.sending])) == 0)
     }
 
     @Test func itDeclaresWhatTheStoreDeclares() throws {

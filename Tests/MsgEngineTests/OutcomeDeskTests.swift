@@ -17,7 +17,7 @@ import Testing
     /// A desk over a new store, printing into a file.
     struct Bench {
         let store: any Store
-        let scan = ClaimScan()
+        var scan = ClaimScan()
         let scheduler = KeyScheduler(workers: 1)
         let desk: OutcomeDesk
         let printed: String
@@ -28,7 +28,7 @@ import Testing
             store = try PluginLoader().openStore("json:\(dir)/q.json")
             printed = "\(dir)/out.ndjson"
             let fd = open(printed, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            desk = OutcomeDesk(store: store, scan: scan, rules: rules, faults: try FaultPoints(environment: nil), clock: { now },
+            desk = OutcomeDesk(store: store, rules: rules, faults: try FaultPoints(environment: nil), clock: { now },
                                writer: NDJSONWriter(output: ByteOutput(fd: fd)), reporter: Reporter { _ in }, events: nil,
                                outcomeLog: nil, stop: StopRequest(watchesSignals: false))
         }
@@ -72,7 +72,7 @@ import Testing
         let o = Dispatcher.Outcomes(items: slice, changes: try slice.map { try b.change($0, .delivered(confirmed: false), at: now) },
                                     outcomes: [.delivered(confirmed: false), .delivered(confirmed: false)], failedKeys: [])
         var summary = Flusher.Summary()
-        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, into: &summary) == 0, "nothing taken back")
+        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary) == 0, "nothing taken back")
         #expect(summary.sent == 2 && summary.deferred == 0 && summary.dead == 0)
         #expect(try slice.map(b.status) == [.sent, .sent])
         #expect(try b.printedStatuses() == ["sent", "sent"])
@@ -93,7 +93,7 @@ import Testing
         let failure = DeliveryOutcome.failed(MsgError(.remote, "503"), retryAfter: nil)
         let o = Dispatcher.Outcomes(items: slice, changes: [try b.change(slice[0], failure, at: now)], outcomes: [failure], failedKeys: ["k"])
         var summary = Flusher.Summary()
-        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, into: &summary) == 2, "the two waiting taken back")
+        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary) == 2, "the two waiting taken back")
         #expect(summary.deferred == 1 && summary.lastFailure?.code == "remote")
         #expect(try b.status(slice[0]) == .failed)
         #expect(try waiting.map(b.status) == [.queued, .queued], "put back as they were")
@@ -112,14 +112,14 @@ import Testing
         let failure = DeliveryOutcome.failed(MsgError(.timeout, "slow"), retryAfter: nil)
         var summary = Flusher.Summary()
         _ = try b.desk.settle(Dispatcher.Outcomes(items: first, changes: [try b.change(first[0], failure, at: now)], outcomes: [failure],
-                                                  failedKeys: ["k"]), b.scheduler, notes: &b.notes, into: &summary)
+                                                  failedKeys: ["k"]), b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary)
         let next = try b.claimed(3, to: "k", from: 1)
         b.scheduler.add(next)
         // A take that would wait is never asked for: what is left is known first.
         try #require(b.scheduler.take(size: 10, parallelism: 1)?.count == 1, "cautious: one at a time")
         let ok = DeliveryOutcome.delivered(confirmed: false)
         _ = try b.desk.settle(Dispatcher.Outcomes(items: [next[0]], changes: [try b.change(next[0], ok, at: now)], outcomes: [ok],
-                                                  failedKeys: []), b.scheduler, notes: &b.notes, into: &summary)
+                                                  failedKeys: []), b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary)
         #expect(b.scheduler.take(size: 10, parallelism: 1)?.count == 2, "recovered: the rest at once")
     }
 
@@ -137,7 +137,7 @@ import Testing
         let ok = DeliveryOutcome.delivered(confirmed: false)
         let o = Dispatcher.Outcomes(items: slice, changes: [Change(slice[0].original, expected: .sending), try b.change(slice[1], ok, at: now)],
                                     outcomes: [nil, ok], failedKeys: [])
-        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, into: &summary) == 0)
+        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary) == 0)
         #expect(summary.released == 1 && summary.sent == 0, "the put-back counted as released; the changed row not at all")
         #expect(try slice.map(b.status) == [.queued, .queued])
         #expect(b.notes.inFlight.isEmpty)

@@ -97,7 +97,9 @@ public enum ClaimAnswer: Sendable, Equatable {
 /// record is given to ``consider(_:in:)`` too, and stored as such (``Store``,
 /// requirement 10) whatever the answer.
 public protocol ClaimPlanner: AnyObject {
-    /// The claim begins.
+    /// The claim begins. A claim that failed may be made again with the same
+    /// planner (the host rides out a store outage so): then it begins again, and
+    /// starts afresh, keeping nothing of the attempt that failed.
     func begin(_ session: any ClaimSession) throws(MsgError)
     /// Recipients whose records the store may leave out of the candidates (a
     /// destination known to be waiting): read before each chunk.

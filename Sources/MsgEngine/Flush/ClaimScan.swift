@@ -11,47 +11,24 @@ import MsgKit
 /// it, the end of a pause, cool-down, token wait or suspension, or a message
 /// becoming due. When only another process changed the queue, and the store says
 /// where (``ChangeFloors``), it goes back only that far (``rewind(before:)``).
-package final class ClaimScan {
+///
+/// A value: the run's state machine (``FlushRun``) keeps it and lends it to a
+/// claim and to the owner of an outcome in turn; a claim's planner works on a copy
+/// and gives it back only when the claim commits, so a claim made again after a
+/// store outage starts from the scan as it was.
+package struct ClaimScan: Sendable {
     package init() {}
 
     /// The last message read; the next claim starts after it. Nil: from the first.
     package private(set) var position: ClaimPosition?
-    /// Destinations held in this scan, with why.
-    package private(set) var held: [String: DestinationBook.Hold] = [:]
-    /// Messages read and left per held destination in this scan.
-    package private(set) var heldCount: [String: Int] = [:]
-    /// Per held destination, the furthest of its messages counted in ``heldCount``:
-    /// a scan that goes back part of the way (``rewind(before:)``,
-    /// ``releaseFreed()``) reads some again, and a destination released there counts
-    /// afresh when it is held again.
-    private var countedTo: [String: ClaimPosition] = [:]
-    /// Held destinations whose messages the store may skip without reading them.
-    package private(set) var skippable: Set<String> = []
-    /// Per held destination, the lowest message it left behind in this scan: going
-    /// back to just before it reads all of them again. None for a hold made where no
-    /// message was read (an outcome's breaker or pause, a hint): ending such a hold
-    /// starts the scan from the first message.
-    private var heldFrom: [String: ClaimPosition] = [:]
-    /// Holds the run's own outcomes ended (``free(_:)``), released at the next claim
-    /// (``releaseFreed()``).
-    package private(set) var freed: Set<String> = []
-    /// Held for the run's own messages (its share pending, its probe): only its own
-    /// outcomes end those (``free(_:)``), so going back for another process's commit
-    /// (``rewind(before:)``) keeps them, and with them the first message they left,
-    /// which may lie before that commit's floor.
-    private var own: Set<String> = []
-    /// Held because another claim held the destination at that moment (its lock),
-    /// not because a message of it was in flight there: that claim's commit may write
-    /// nothing of it, so going back for it (``rewind(before:)``) goes back to the
-    /// first message such a hold left, not only to the commit's floor.
-    private var locked: Set<String> = []
-    /// The earliest time a pause or a token wait of this scan ends: a run waits for
-    /// those (within its patience), not for a breaker's cool-down.
-    package private(set) var wake: Timestamp?
-    /// The earliest time any hold of this scan ends by itself (a pause, a token, a
-    /// breaker's cool-down, a suspension until a time): then the scan starts again,
-    /// even in a queue nothing else changed (`flush --watch` keeps its scan).
-    package private(set) var holdsEnd: Timestamp?
+    /// A claim of this scan read to the end of the queue: everything after its
+    /// position is held or was taken, so until the scan starts again (a hold may
+    /// have ended, the queue changed, a time came) a claim would only walk past
+    /// the held destinations' messages again to find nothing: 150 ms a claim with a
+    /// million of them, once a second and at every change in `flush --watch`.
+    package private(set) var exhausted = false
+    /// The destinations held in this scan.
+    package private(set) var holds = ScanHolds()
     /// Records in flight in other processes: id to destination, as last read.
     var foreign: [String: String] = [:] {
         didSet { foreignKeys = Set(foreign.values) }
@@ -62,69 +39,49 @@ package final class ClaimScan {
     /// The store's mark of commits (``ChangeFloors``) as of this scan's last look:
     /// another process's commits since then are asked about from there.
     var floorMark: Int64?
-    /// A claim of this scan read to the end of the queue: everything after its
-    /// position is held or was taken, so until the scan starts again (a hold may
-    /// have ended, the queue changed, a time came) a claim would only walk past
-    /// the held destinations' messages again to find nothing: 150 ms a claim with a
-    /// million of them, once a second and at every change in `flush --watch`.
-    package private(set) var exhausted = false
-
-    /// A claim read to the end of the queue.
-    package func readToEnd() { exhausted = true }
     /// The earliest time a message not due yet becomes due (from the store).
     package var nextDue: Timestamp?
+
+    /// Destinations held in this scan, with why.
+    package var held: [String: DestinationBook.Hold] { holds.held }
+    /// Messages read and left per held destination in this scan.
+    package var heldCount: [String: Int] { holds.heldCount }
+    /// Held destinations whose messages the store may skip without reading them.
+    package var skippable: Set<String> { holds.skippable }
+    /// Holds the run's own outcomes ended, released at the next claim.
+    package var freed: Set<String> { holds.freed }
+    /// The earliest time a pause or a token wait of this scan ends (``ScanHolds/wake``).
+    package var wake: Timestamp? { holds.wake }
+    /// The earliest time any hold of this scan ends by itself (``ScanHolds/holdsEnd``).
+    package var holdsEnd: Timestamp? { holds.holdsEnd }
+
+    /// A claim read to the end of the queue.
+    package mutating func readToEnd() { exhausted = true }
 
     /// Holds `key` for the rest of the scan from the message at `from` (where it was
     /// read and left); `counting`: that message is counted among the held, once
     /// however often the scan goes back over it.
-    package func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false,
-              locked isLocked: Bool = false) {
-        if held[key] == nil {
-            held[key] = why
-            if let from { heldFrom[key] = from }
-            if isOwn { own.insert(key) }
-            if isLocked { locked.insert(key) }
-        } else if let from, let first = heldFrom[key], from < first {
-            // Written behind the scan since (another process's commit, a floor).
-            heldFrom[key] = from
-        }
-        if counting, let at = from, countedTo[key].map({ $0 < at }) ?? true {
-            heldCount[key, default: 0] += 1
-            countedTo[key] = at
-        }
-        if why != .probing { skippable.insert(key) }
-        if let until = why.until { holdsEnd = min(holdsEnd ?? until, until) }
-        switch why {
-        case .paused(let until), .throttled(let until): wake = min(wake ?? until, until)
-        default: break
-        }
+    package mutating func hold(_ key: String, _ why: DestinationBook.Hold, from: ClaimPosition? = nil, counting: Bool = true, own isOwn: Bool = false,
+                               locked isLocked: Bool = false) {
+        holds.hold(key, why, from: from, counting: counting, own: isOwn, locked: isLocked)
     }
 
     /// The scan went as far as `position`.
-    package func advance(to position: ClaimPosition?) {
+    package mutating func advance(to position: ClaimPosition?) {
         if let position { self.position = position }
     }
 
     /// Starts the scan again from the first message, every hold forgotten.
-    package func rewind() {
+    package mutating func rewind() {
         position = nil
         exhausted = false
-        held = [:]
-        heldFrom = [:]
-        freed = []
-        own = []
-        locked = []
-        heldCount = [:]
-        countedTo = [:]
-        skippable = []
-        wake = nil
-        holdsEnd = nil
+        holds = ScanHolds()
         floorMark = nil
     }
 
     /// Takes up where a scan of another process stopped (``ScanHint``): this one is
     /// fresh, and `held` are holds that still stand.
-    func resume(at position: ClaimPosition?, exhausted: Bool, held: [(String, DestinationBook.Hold)], nextDue: Timestamp?) {
+    mutating func resume(at position: ClaimPosition?, exhausted: Bool, held: [(String, DestinationBook.Hold)], nextDue: Timestamp?) {
         rewind()
         self.position = position
         self.exhausted = exhausted
@@ -133,7 +90,7 @@ package final class ClaimScan {
     }
 
     /// Whether nothing was read yet: no position, no hold, no mark.
-    package var isFresh: Bool { position == nil && !exhausted && held.isEmpty && floorMark == nil }
+    package var isFresh: Bool { position == nil && !exhausted && holds.held.isEmpty && floorMark == nil }
 
     /// Goes back to just before `floor`, the lowest message other processes' commits
     /// wrote since the scan last looked (``ChangeFloors``), when no destination state
@@ -145,17 +102,17 @@ package final class ClaimScan {
     /// its outcome (``free(_:)``).
     /// - Returns: false when a hold to release has no first message on record: then
     ///   the caller starts the scan from the first message.
-    package func rewind(before floor: ClaimPosition) -> Bool {
+    package mutating func rewind(before floor: ClaimPosition) -> Bool {
         // Busy in another process: read again (the planner holds it again where that
         // still holds). Held for the run's own share pending: kept, for its messages
         // left may lie before `floor`, and only its own outcome frees it.
-        let released = held.filter { $0.value == .busy && !own.contains($0.key) }.map(\.key)
+        let released = holds.held.filter { $0.value == .busy && !holds.own.contains($0.key) }.map(\.key)
         var back = floor
-        for key in released where locked.contains(key) {
-            guard let first = heldFrom[key] else { return false }
+        for key in released where holds.locked.contains(key) {
+            guard let first = holds.heldFrom[key] else { return false }
             back = min(back, first)
         }
-        for key in released { release(key) }
+        for key in released { holds.release(key) }
         goBack(before: back)
         return true
     }
@@ -163,16 +120,11 @@ package final class ClaimScan {
     /// The run's own outcome ended what held `key` (its message in flight, its
     /// probe): at the next claim the scan goes back to the first message it left
     /// behind. A hold that ends by its time is not ended so.
-    package func free(_ key: String) {
-        guard let why = held[key], why.until == nil else { return }
-        freed.insert(key)
-    }
+    package mutating func free(_ key: String) { holds.free(key) }
 
     /// A message of `key` went back to the queue behind the scan (put back as it
     /// was): ending its hold starts the scan from the first message.
-    package func putBehind(_ key: String) {
-        heldFrom[key] = nil
-    }
+    package mutating func putBehind(_ key: String) { holds.putBehind(key) }
 
     /// Releases the holds ``free(_:)`` ended and goes back to just before the first
     /// message any of them left behind; the other holds stand. Every message of
@@ -181,33 +133,21 @@ package final class ClaimScan {
     /// once, not after each of its own outcomes.
     /// - Returns: false when one of them has no such message on record: then the
     ///   caller starts the scan from the first message.
-    package func releaseFreed() -> Bool {
-        guard !freed.isEmpty else { return true }
+    package mutating func releaseFreed() -> Bool {
+        guard !holds.freed.isEmpty else { return true }
         var lowest: ClaimPosition?
-        for key in freed {
-            guard let first = heldFrom[key] else { return false }
+        for key in holds.freed {
+            guard let first = holds.heldFrom[key] else { return false }
             lowest = min(lowest ?? first, first)
         }
-        for key in freed { release(key) }
-        freed = []
+        holds.forgetFreed()
         if let lowest { goBack(before: lowest) }
         return true
     }
 
-    /// Forgets the hold of `key`.
-    private func release(_ key: String) {
-        held[key] = nil
-        heldFrom[key] = nil
-        heldCount[key] = nil
-        countedTo[key] = nil
-        own.remove(key)
-        locked.remove(key)
-        skippable.remove(key)
-    }
-
     /// The next claim starts at the first position of `at`'s millisecond (no id is
     /// compared), unless the scan is not that far yet.
-    private func goBack(before at: ClaimPosition) {
+    private mutating func goBack(before at: ClaimPosition) {
         exhausted = false
         let before = ClaimPosition(createdAt: at.createdAt, id: "")
         if let position, before < position { self.position = before }

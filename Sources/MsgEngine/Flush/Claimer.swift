@@ -6,7 +6,8 @@ import MsgKit
 /// What a run takes from the store (docs/DESIGN.md 6): claims in FIFO order under
 /// a lease through a ``DestinationPlanner``, storing the lessons of the run's
 /// outcomes with them; what the run has in flight and knows of its destinations is
-/// its ``RunNotes``, lent to each claim. What comes back is the ``OutcomeDesk``'s.
+/// its ``RunNotes``, and where the claims are in the queue is its ``ClaimScan``,
+/// both lent to each claim. What comes back is the ``OutcomeDesk``'s.
 package final class Claimer {
     /// A claimed record, the record as it was before (to put back), whether it is a
     /// breaker's probe.
@@ -40,25 +41,19 @@ package final class Claimer {
     let options: Flusher.Options
     let faults: FaultPoints
     let clock: @Sendable () -> Timestamp
-    /// Where the claims are: the run's own, or one kept from the runs before
-    /// (`flush --watch`, ``Flusher``).
-    let scan: ClaimScan
 
     /// Retry takes each message once per run.
     private var attempted: Set<String> = []
     private let remember: Bool
 
-    /// Rides out a store that cannot be reached (`flush --watch`): a claim, which the
-    /// store (an ``OutageRidingStore``) does not make again, is planned afresh and
-    /// made again here; nil: its error ends the run.
+    /// The outage the store rides out (`flush --watch`: the store is an
+    /// ``OutageRidingStore``, which makes a claim again with its planner afresh);
+    /// the claim looks after what an outage's lost answers left.
     let outage: StoreOutage?
 
-    /// - Parameters: `scan`, what the run before left (a new scan by default).
-    init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil,
-         scan: ClaimScan = ClaimScan()) {
+    init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil) {
         self.store = store
         floors = store.capabilities.floors
-        self.scan = scan
         self.outage = outage
         outagesSeen = outage?.ended ?? 0
         self.book = DestinationBook(rules: options.rules)
@@ -75,12 +70,13 @@ package final class Claimer {
 
     /// Takes up to `limit` due messages, recording them `sending` in one commit with
     /// the lessons learnt since the last claim; `notes` says what is in flight and
-    /// gets what was taken.
-    func claim(limit: Int, notes: inout RunNotes) throws(MsgError) -> Round {
-        let round = try outage.retrying("claiming") { () throws(MsgError) -> Round in try claimOnce(limit: limit, notes: &notes) }
+    /// gets what was taken; `scan` is where the claim starts, and where it stopped
+    /// once it commits (a claim that fails leaves it as it was).
+    func claim(limit: Int, notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Round {
+        let round = try claimOnce(limit: limit, notes: &notes, scan: &scan)
         if let outage, outage.ended != outagesSeen {
             outagesSeen = outage.ended
-            try putBackOrphans(own: notes.inFlight)
+            try putBackOrphans(own: notes.inFlight, scan: &scan)
         }
         return round
     }
@@ -93,27 +89,26 @@ package final class Claimer {
     /// lost left messages `sending` under this process's lease that this run never
     /// handed to a transport. No other process takes them while this one lives, so
     /// they go back to `queued` now (a `recovered` event), to be sent once.
-    private func putBackOrphans(own: Set<String>) throws(MsgError) {
+    private func putBackOrphans(own: Set<String>, scan: inout ClaimScan) throws(MsgError) {
         let pid = getpid()
         let now = clock()
-        _ = try outage.retrying("putting back what the outage left sending") { () throws(MsgError) in
-            try store.claim(Query(statuses: [.sending]), limit: .max) { (m) throws(MsgError) -> Message? in
-                guard let lease = m.lease, lease.host == Owner.host, lease.pid == pid, !own.contains(m.id) else { return nil }
-                var x = m
-                x.lease = nil
-                try x.transition(to: .queued, event: "recovered", at: now)
-                return x
-            }
+        _ = try store.claim(Query(statuses: [.sending]), limit: .max) { (m) throws(MsgError) -> Message? in
+            guard let lease = m.lease, lease.host == Owner.host, lease.pid == pid, !own.contains(m.id) else { return nil }
+            var x = m
+            x.lease = nil
+            try x.transition(to: .queued, event: "recovered", at: now)
+            return x
         }
         // Queued again behind the scan: it starts again to find them.
         scan.rewind()
     }
 
-    /// One claim: what failed commits nothing, so it may be made again (with a new plan).
-    private func claimOnce(limit: Int, notes: inout RunNotes) throws(MsgError) -> Round {
+    /// One claim: what failed commits nothing, so the store may make it again (its
+    /// planner starts afresh, from `scan` as it was).
+    private func claimOnce(limit: Int, notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Round {
         let now = clock()
         let token = try store.changeToken()
-        try restartScan(token: token, now: now)
+        try restartScan(&scan, token: token, now: now)
         scan.token = token
         // Nothing can be found that the last claim did not find (``ClaimScan/exhausted``);
         // a claim that stores lessons still runs.
@@ -123,19 +118,21 @@ package final class Claimer {
         let leaseLength = MsgDuration(milliseconds: max(60_000, options.deadline.milliseconds * Int64(options.batchSize) * 2))
         let maxPerKey = self.maxPerKey
         let perKey = notes.perKey
-        let planner = DestinationPlanner(
-            book: book, scan: scan, now: now, lease: Owner.lease(now: now, duration: leaseLength), lessons: notes.lessons, own: notes.inFlight,
+        let planner = DestinationPlanner(DestinationPlanner.Setup(
+            book: book, clock: clock, lease: { Owner.lease(now: $0, duration: leaseLength) }, lessons: notes.lessons, own: notes.inFlight,
             room: maxPerKey.map { most in { key in most - (perKey[key] ?? 0) } },
-            attempted: { [remember, attempted] id in remember && attempted.contains(id) }, faults: faults)
+            attempted: { [remember, attempted] id in remember && attempted.contains(id) }, faults: faults), scan: scan)
         let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
         notes.lessons = []
         for (key, s) in planner.knownStates { notes.known[key] = s }
+        scan = planner.scan
         scan.advance(to: result.position)
         if result.reachedEnd { scan.readToEnd() }
         if result.reachedEnd || result.taken.isEmpty {
             scan.nextDue = options.ignoreDue ? nil : try store.nextDue(options.statuses, after: now)
         }
-        var round = Round(notices: planner.notices, events: planner.events, damaged: planner.damaged)
+        let found = planner.found
+        var round = Round(notices: found.notices, events: found.events, damaged: found.damaged)
         for line in store.takeNotices() { round.notices.append(line) }
         for r in result.taken {
             if remember { attempted.insert(r.message.id) }
@@ -145,8 +142,8 @@ package final class Claimer {
             }
             let key = options.rules.key.of(r.message)
             notes.took(r.message.id, key: key)
-            round.taken.append(Claimed(record: r, original: planner.originals[r.message.id] ?? r, key: key,
-                                       probe: planner.probes.contains(r.message.id)))
+            round.taken.append(Claimed(record: r, original: found.originals[r.message.id] ?? r, key: key,
+                                       probe: found.probes.contains(r.message.id)))
         }
         if !result.taken.isEmpty { faults.pass(.afterSending, count: result.taken.count) }
         return round
@@ -157,7 +154,7 @@ package final class Claimer {
     /// store says where they changed the queue (``ChangeFloors``), from there; and
     /// from the first message a destination whose hold the run's own outcome ended
     /// left behind (``ClaimScan/releaseFreed()``).
-    private func restartScan(token: UInt64?, now: Timestamp) throws(MsgError) {
+    private func restartScan(_ scan: inout ClaimScan, token: UInt64?, now: Timestamp) throws(MsgError) {
         switch scan.restart(token: token, at: now) {
         case .goOn:
             if !scan.releaseFreed() { scan.rewind() }
@@ -182,9 +179,9 @@ package final class Claimer {
 
     /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
     /// - Returns: that claim's round: its lines for stderr and its events.
-    func storeLessons(_ notes: inout RunNotes) throws(MsgError) -> Round {
+    func storeLessons(_ notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Round {
         guard !notes.lessons.isEmpty else { return Round() }
-        return try claim(limit: 0, notes: &notes)
+        return try claim(limit: 0, notes: &notes, scan: &scan)
     }
 
     /// Whether the run took `id` (for the ids it was given).
@@ -195,7 +192,7 @@ package final class Claimer {
     /// the store per recipient (the scan skipped most of them unread), or, without
     /// ``Flusher/Options/countsHeld``, those the scan read. One busy in
     /// another process or probing is not told, so it costs no count.
-    func holds() throws(MsgError) -> [(key: String, hold: DestinationBook.Hold, waiting: Int)] {
+    func holds(_ scan: ClaimScan) throws(MsgError) -> [(key: String, hold: DestinationBook.Hold, waiting: Int)] {
         var out: [(key: String, hold: DestinationBook.Hold, waiting: Int)] = []
         // Counted by the store with every change where it keeps them (``Tally``):
         // read once, not a walk of the queue per destination (ten destinations held

@@ -6,67 +6,114 @@ import MsgKit
 /// a lease. Destination states are read per key, as candidates need them, and the
 /// lessons of the run's outcomes are applied to them first.
 package final class DestinationPlanner: ClaimPlanner {
-    private let book: DestinationBook
-    private let scan: ClaimScan
-    private let now: Timestamp
-    private let lease: Message.Lease
-    private let lessons: [(key: String, lesson: DestinationBook.Lesson)]
-    /// Ids this process has in flight (claimed and not yet recorded).
-    private let own: Set<String>
-    /// How many more messages of a key may be taken; nil: no bound.
-    private let room: ((String) -> Int)?
-    /// Whether a record was attempted in this run already (retry takes each once).
-    private let attempted: (String) -> Bool
-    private let faults: FaultPoints
+    /// What every attempt of the claim is made with.
+    package struct Setup {
+        let book: DestinationBook
+        let clock: () -> Timestamp
+        /// The lease of what a claim made at a time takes.
+        let lease: (Timestamp) -> Message.Lease
+        let lessons: [(key: String, lesson: DestinationBook.Lesson)]
+        /// Ids this process has in flight (claimed and not yet recorded).
+        let own: Set<String>
+        /// How many more messages of a key may be taken; nil: no bound.
+        let room: ((String) -> Int)?
+        /// Whether a record was attempted in this run already (retry takes each once).
+        let attempted: (String) -> Bool
+        let faults: FaultPoints
 
-    /// States read in this claim (or made), by key, and the keys whose state changed.
-    private var states: [String: DestinationState] = [:]
-    private var stored: [String: DestinationState] = [:]
-    private var changed: Set<String> = []
-    private var takenPerKey: [String: Int] = [:]
-    /// Probes in flight with a live sender, by id, as found in this claim.
-    private var liveProbes: [String: Bool] = [:]
-    private var session: (any ClaimSession)?
+        package init(book: DestinationBook, clock: @escaping () -> Timestamp, lease: @escaping (Timestamp) -> Message.Lease,
+                     lessons: [(key: String, lesson: DestinationBook.Lesson)], own: Set<String>, room: ((String) -> Int)?,
+                     attempted: @escaping (String) -> Bool, faults: FaultPoints) {
+            self.book = book
+            self.clock = clock
+            self.lease = lease
+            self.lessons = lessons
+            self.own = own
+            self.room = room
+            self.attempted = attempted
+            self.faults = faults
+        }
+    }
+
+    /// What an attempt read and decided of destinations: states read (or made) by
+    /// key and the keys whose state changed, what was taken per key, probes found
+    /// live, keys of records in flight elsewhere.
+    private struct Reading {
+        var states: [String: DestinationState] = [:]
+        var stored: [String: DestinationState] = [:]
+        var changed: Set<String> = []
+        var takenPerKey: [String: Int] = [:]
+        /// Probes in flight with a live sender, by id, as found in this claim.
+        var liveProbes: [String: Bool] = [:]
+        /// Keys of records in flight elsewhere read in this claim, by id (not by recipient).
+        var keysInFlight: [String: String] = [:]
+        /// Whether any destination has a state (most queues: none); states are read only then.
+        var hasStates = true
+    }
+
     /// The session's destination locks, when processes claim on the store at once
     /// (``DestinationLocks``): keys this claim holds, keys another claim holds, and
     /// keys the store could not grant (the claim stops before them).
-    private var locks: (any DestinationLocks)?
-    private var reserved: Set<String> = []
-    private var lockedElsewhere: Set<String> = []
-    private var unreserved: Set<String> = []
-    /// Whether any destination has a state (most queues: none); states are read only then.
-    private var hasStates = true
-
-    /// Lines for stderr (breakers opened and closed), damaged records met, probes taken.
-    private(set) var notices: [String] = []
-    /// The events of those notices (breaker opened or closed).
-    private(set) var events: [DeliveryEvent] = []
-    private(set) var damaged: [String] = []
-    private(set) var probes: Set<String> = []
-    /// The records as they were before this claim took them (to put back).
-    private(set) var originals: [String: EncodedMessage] = [:]
-
-    package init(book: DestinationBook, scan: ClaimScan, now: Timestamp, lease: Message.Lease, lessons: [(key: String, lesson: DestinationBook.Lesson)],
-         own: Set<String>, room: ((String) -> Int)?, attempted: @escaping (String) -> Bool, faults: FaultPoints) {
-        self.book = book
-        self.scan = scan
-        self.now = now
-        self.lease = lease
-        self.lessons = lessons
-        self.own = own
-        self.room = room
-        self.attempted = attempted
-        self.faults = faults
+    private struct Grants {
+        let locks: any DestinationLocks
+        var reserved: Set<String> = []
+        var lockedElsewhere: Set<String> = []
+        var unreserved: Set<String> = []
     }
 
+    /// What a claim found for the run: lines for stderr (breakers opened and
+    /// closed) and their events, damaged records met, probes taken, and the records
+    /// as they were before it took them (to put back).
+    package struct Found {
+        package var notices: [String] = []
+        package var events: [DeliveryEvent] = []
+        package var damaged: [String] = []
+        package var probes: Set<String> = []
+        package var originals: [String: EncodedMessage] = [:]
+    }
+
+    private let setup: Setup
+    /// The scan as the claim found it; each attempt starts from it (``begin(_:)``).
+    private let start: ClaimScan
+    /// The scan as this attempt leaves it: the run's once the claim commits.
+    package private(set) var scan: ClaimScan
+    /// When this attempt began, and the lease of what it takes.
+    private var now: Timestamp
+    private var lease: Message.Lease
+    private var session: (any ClaimSession)?
+    private var reading = Reading()
+    private var grants: Grants?
+    package private(set) var found = Found()
+
+    /// A planner for a claim from `scan`. Each attempt (``begin(_:)``, again when
+    /// the claim is made again after the store was unreachable) starts afresh from
+    /// it, at the clock's time then.
+    package init(_ setup: Setup, scan: ClaimScan) {
+        self.setup = setup
+        start = scan
+        self.scan = scan
+        now = setup.clock()
+        lease = setup.lease(now)
+    }
+
+    private var book: DestinationBook { setup.book }
+    private var lessons: [(key: String, lesson: DestinationBook.Lesson)] { setup.lessons }
+    private var own: Set<String> { setup.own }
+    private var locks: (any DestinationLocks)? { grants?.locks }
     private var rules: DeliveryRules { book.rules }
 
     package func begin(_ session: any ClaimSession) throws(MsgError) {
+        // Afresh: an attempt that failed left nothing behind.
         self.session = session
+        scan = start
+        reading = Reading()
+        found = Found()
+        now = setup.clock()
+        lease = setup.lease(now)
         // With every message its own destination there is no order to keep.
-        locks = rules.key == .id ? nil : session.locks
-        hasStates = !lessons.isEmpty
-        if !hasStates { hasStates = try session.hasStates() }
+        grants = rules.key == .id ? nil : session.locks.map { Grants(locks: $0) }
+        reading.hasStates = !lessons.isEmpty
+        if !reading.hasStates { reading.hasStates = try session.hasStates() }
         // Records in flight elsewhere hold their destinations (one at a time, in
         // every process); nil: nobody else changed the queue since the last claim.
         // Where claims run at once, they are read per destination once it is held
@@ -87,13 +134,13 @@ package final class DestinationPlanner: ClaimPlanner {
         }
         try load(Set(lessons.map(\.key)))
         for (key, lesson) in lessons {
-            var s = states[key] ?? DestinationState()
+            var s = reading.states[key] ?? DestinationState()
             if let notice = book.learn(lesson, into: &s, key: key, now: now) {
-                notices.append(notice.line)
-                events.append(notice.event)
+                found.notices.append(notice.line)
+                found.events.append(notice.event)
             }
-            states[key] = s
-            changed.insert(key)
+            reading.states[key] = s
+            reading.changed.insert(key)
         }
     }
 
@@ -106,7 +153,7 @@ package final class DestinationPlanner: ClaimPlanner {
     }
 
     package func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
-        if let locks {
+        if let g = grants {
             // The destinations of this chunk not decided yet, held before their states
             // and records in flight are read (those reads then see what the claims
             // that held them before committed).
@@ -114,17 +161,17 @@ package final class DestinationPlanner: ClaimPlanner {
             var seen = Set<String>()
             for row in rows where !row.record.message.isDamaged {
                 let key = rules.key.of(row.record.message)
-                if reserved.contains(key) || lockedElsewhere.contains(key) || unreserved.contains(key)
+                if g.reserved.contains(key) || g.lockedElsewhere.contains(key) || g.unreserved.contains(key)
                     || scan.held[key] != nil || scan.foreignKeys.contains(key) { continue }
                 if seen.insert(key).inserted { keys.append(key) }
             }
-            if !keys.isEmpty { try reserve(keys, wait: false, locks) }
+            if !keys.isEmpty { try reserve(keys, wait: false, g.locks) }
         }
-        if hasStates || rules.rate != nil {
+        if reading.hasStates || rules.rate != nil {
             var keys = Set<String>()
             for row in rows {
                 let key = rules.key.of(row.record.message)
-                if locks == nil || reserved.contains(key) { keys.insert(key) }
+                if grants?.reserved.contains(key) ?? true { keys.insert(key) }
             }
             try load(keys)
         }
@@ -136,10 +183,10 @@ package final class DestinationPlanner: ClaimPlanner {
         let m = r.message
         if m.isDamaged {
             // Never sent; the claim stores it as dead.
-            damaged.append(m.id)
+            found.damaged.append(m.id)
             return .skip
         }
-        if attempted(m.id) { return .skip }
+        if setup.attempted(m.id) { return .skip }
         if let expires = m.expiresAt, expires <= now {
             return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(m, now: now)))
         }
@@ -149,25 +196,25 @@ package final class DestinationPlanner: ClaimPlanner {
             scan.hold(key, held, from: at)
             return .skip
         }
-        if locks != nil {
+        if let g = grants {
             // Another claim has it now: as if in flight there.
-            if lockedElsewhere.contains(key) {
+            if g.lockedElsewhere.contains(key) {
                 scan.hold(key, .busy, from: at, locked: true)
                 return .skip
             }
             // The store holds as many destinations as it can: the rest wait for the
             // next claim, in their order.
-            if unreserved.contains(key) { return .stop }
+            if g.unreserved.contains(key) { return .stop }
             // Not held: it was in flight elsewhere when its chunk was read. What was
             // read of it since may say otherwise, but only a hold makes that true.
-            if !reserved.contains(key) {
+            if !g.reserved.contains(key) {
                 scan.hold(key, .busy, from: at, locked: true)
                 return .skip
             }
         }
         var taken = 0
-        if let room {
-            taken = takenPerKey[key] ?? 0
+        if let room = setup.room {
+            taken = reading.takenPerKey[key] ?? 0
             if taken >= room(key) {
                 // Its share of the pending messages is taken: the rest of it waits for
                 // the scan to start again, so none goes ahead of these.
@@ -176,13 +223,13 @@ package final class DestinationPlanner: ClaimPlanner {
             }
         }
         let busy = !scan.foreignKeys.isEmpty && scan.foreignKeys.contains(key)
-        var s = hasStates ? states[key] ?? DestinationState() : DestinationState()
+        var s = reading.hasStates ? reading.states[key] ?? DestinationState() : DestinationState()
         switch book.verdict(s, busy: busy, probeInFlight: try probeInFlight(s), now: now) {
         case .hold(let hold):
             if case .throttled = hold {
                 book.waited(&s, now: now)
-                states[key] = s
-                changed.insert(key)
+                reading.states[key] = s
+                reading.changed.insert(key)
             }
             // Claims that hold destinations run beside each other (PostgreSQL): what
             // they read of the records in flight interleaves with other claims'
@@ -192,23 +239,23 @@ package final class DestinationPlanner: ClaimPlanner {
             return .skip
         case .send(let probe):
             if probe || rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
-                hasStates = true
+                reading.hasStates = true
                 book.take(&s, probe: probe, id: m.id, now: now)
-                states[key] = s
-                changed.insert(key)
+                reading.states[key] = s
+                reading.changed.insert(key)
             }
             if probe {
-                probes.insert(m.id)
+                found.probes.insert(m.id)
                 // One probe at a time: the rest of this destination waits for it.
                 scan.hold(key, .probing, from: at, counting: false, own: true)
             }
-            if room != nil { takenPerKey[key] = taken + 1 }
+            if setup.room != nil { reading.takenPerKey[key] = taken + 1 }
             var x = m
             try x.transition(to: .sending, event: "attempt", at: now)
             if let reason = rules.reason { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
             x.lease = lease
-            faults.pass(.beforeSending)
-            originals[m.id] = r
+            setup.faults.pass(.beforeSending)
+            found.originals[m.id] = r
             return .take(EncodedMessage(updating: r, to: x))
         }
     }
@@ -220,29 +267,26 @@ package final class DestinationPlanner: ClaimPlanner {
         for r in inFlight where !own.contains(r.id) {
             if rules.key == .recipient {
                 busy[r.id] = r.to
-            } else if let key = keysInFlight[r.id] {
+            } else if let key = reading.keysInFlight[r.id] {
                 busy[r.id] = key
             } else {
                 // Read once a claim: a claim of destinations reads the records in flight
                 // at each grant.
                 let key = (try session?.record(r.id)).flatMap { $0 }.map { rules.key.of($0.message) } ?? r.to
-                keysInFlight[r.id] = key
+                reading.keysInFlight[r.id] = key
                 busy[r.id] = key
             }
         }
         return busy
     }
 
-    /// Keys of records in flight elsewhere read in this claim, by id (not by recipient).
-    private var keysInFlight: [String: String] = [:]
-
     /// Holds `keys` in the store for this claim (``DestinationLocks``), then takes the
     /// records in flight to the keys granted as they stand now.
     private func reserve(_ keys: [String], wait: Bool, _ locks: any DestinationLocks) throws(MsgError) {
         let r = try locks.reserve(keys, wait: wait, keysAreRecipients: rules.key == .recipient)
-        reserved.formUnion(r.granted)
-        lockedElsewhere.formUnion(r.busy)
-        for key in keys where !r.granted.contains(key) && !r.busy.contains(key) { unreserved.insert(key) }
+        grants?.reserved.formUnion(r.granted)
+        grants?.lockedElsewhere.formUnion(r.busy)
+        for key in keys where !r.granted.contains(key) && !r.busy.contains(key) { grants?.unreserved.insert(key) }
         // Nothing granted, nothing read.
         if r.granted.isEmpty { return }
         let fresh = try destinations(of: r.inFlight)
@@ -262,32 +306,32 @@ package final class DestinationPlanner: ClaimPlanner {
         guard let id = s.probe, s.openUntil != nil else { return false }
         if own.contains(id) { return true }
         guard scan.foreign[id] != nil else { return false }
-        if let known = liveProbes[id] { return known }
+        if let known = reading.liveProbes[id] { return known }
         var alive = false
         if let lease = try session?.record(id)?.message.lease { alive = Owner.isAlive(lease, now: now) }
-        liveProbes[id] = alive
+        reading.liveProbes[id] = alive
         return alive
     }
 
     /// Reads the states of `keys` not read yet in this claim.
     private func load(_ keys: Set<String>) throws(MsgError) {
-        let missing = keys.filter { states[$0] == nil && stored[$0] == nil }
+        let missing = keys.filter { reading.states[$0] == nil && reading.stored[$0] == nil }
         guard !missing.isEmpty, let session else { return }
         let found = try session.states(Set(missing))
         for key in missing {
             let s = found[key].map { DestinationState(text: $0) } ?? DestinationState()
-            stored[key] = s
-            states[key] = s
+            reading.stored[key] = s
+            reading.states[key] = s
         }
     }
 
     package func finish() -> [String: String?] {
         var out: [String: String?] = [:]
-        for key in changed {
-            var s = states[key] ?? DestinationState()
+        for key in reading.changed {
+            var s = reading.states[key] ?? DestinationState()
             s.dropFullBucket(now: now, rate: rules.rate)
-            states[key] = s
-            let before = stored[key]
+            reading.states[key] = s
+            let before = reading.stored[key]
             if s.isEmpty {
                 if before.map({ !$0.isEmpty }) ?? false { out[key] = .some(nil) }
             } else if before != s {
@@ -298,5 +342,5 @@ package final class DestinationPlanner: ClaimPlanner {
     }
 
     /// The states after this claim, for the keys it read.
-    var knownStates: [String: DestinationState] { states }
+    var knownStates: [String: DestinationState] { reading.states }
 }

@@ -2,10 +2,14 @@ import MsgKit
 
 /// The life of one `flush` or `retry` run as a state machine (PostgresNIO's
 /// `ConnectionStateMachine` is the model): the run's shell (``Flusher``) asks it
-/// what to do next (``next(now:stopAsked:scanWake:)``), does that against the store
-/// and the delivery workers, and tells it what came of it (``claimed(taken:expired:)``,
+/// what to do next (``next(now:stopAsked:)``), does that against the store and the
+/// delivery workers, and tells it what came of it (``claimed(taken:expired:)``,
 /// ``received(_:)``, ``withdrew(_:)``, ``timedOut()``). It touches no store, no
 /// thread and no clock of its own, so each rule is tested alone.
+///
+/// Where the claims are in the queue (``scan``) is a field of it: the shell lends
+/// it to each claim and to the owner of each outcome, and the next run of a
+/// `flush --watch` starts from the one this run leaves.
 ///
 /// The rules: claim a batch while fewer than a batch are pending (at most the
 /// run's pace and its limit); when nothing more is due and nothing is pending, wait
@@ -50,8 +54,11 @@ package struct FlushRun: Sendable {
     /// The pace's tokens, and when the next one comes when the last claim was cut short.
     private var bucket = DestinationState()
     private var paceWake: Timestamp?
+    /// Where the claims are in the queue, and the destinations held.
+    package var scan: ClaimScan
 
-    package init(batchSize: Int, limit: Int?, maxWait: MsgDuration, pace: Rate?) {
+    package init(batchSize: Int, limit: Int?, maxWait: MsgDuration, pace: Rate?, scan: ClaimScan = ClaimScan()) {
+        self.scan = scan
         self.batchSize = batchSize
         maxPending = batchSize * 2
         remaining = limit ?? Int.max
@@ -60,9 +67,10 @@ package struct FlushRun: Sendable {
     }
 
     /// What to do now. `stopAsked`: a stop request, or the transport found
-    /// misconfigured; `scanWake`: the earliest time a destination the scan holds
-    /// will take messages again by itself (``ClaimScan/wake``).
-    package mutating func next(now: Timestamp, stopAsked: Bool, scanWake: Timestamp?) -> Action {
+    /// misconfigured. The scan says when a destination it holds will take messages
+    /// again by itself (``ClaimScan/wake``).
+    package mutating func next(now: Timestamp, stopAsked: Bool) -> Action {
+        let scanWake = scan.wake
         if !stopping && stopAsked {
             stopping = true
             return .withdrawAll

@@ -57,7 +57,7 @@ public final class Flusher {
     private let opened: any Store
     private(set) var store: any Store
     /// The claims' place in the queue, kept from one run to the next (``run(progress:)``).
-    private let scan = ClaimScan()
+    private var scan = ClaimScan()
     let transport: any Transport
     let openTransport: (() throws(MsgError) -> any Transport)?
     let policy: RetryPolicy
@@ -73,8 +73,8 @@ public final class Flusher {
     /// Where state changes worth telling go (`--events`, `--on-event`), if anywhere.
     let events: EventSink?
     /// Rides out a store that cannot be reached (`flush --watch`): every store call
-    /// goes through it (``OutageRidingStore``), and a claim is planned afresh and made
-    /// again (``Claimer``); nil: the store's error ends the run.
+    /// goes through it (``OutageRidingStore``), a claim made again whole with its
+    /// planner afresh; nil: the store's error ends the run.
     public var outage: StoreOutage? {
         didSet { store = outage.map { OutageRidingStore(opened, outage: $0) } ?? opened }
     }
@@ -95,8 +95,6 @@ public final class Flusher {
                 unit: (@Sendable () -> Double)? = nil, events: EventSink? = nil) {
         opened = store
         self.store = store
-        self.events = events
-        self.stop = stop
         self.transport = transport
         self.openTransport = openTransport
         self.policy = policy
@@ -107,6 +105,8 @@ public final class Flusher {
         self.reporter = console.reporter
         self.clock = clock
         self.sleep = sleep
+        self.events = events
+        self.stop = stop
         if let unit {
             self.unit = unit
         } else {
@@ -130,13 +130,13 @@ public final class Flusher {
         let started = clock()
         if scan.isFresh, let kind = ScanHint.kind(options), let hints = store.capabilities.floors,
            let text = try hints.scanHint(kind) {
-            _ = try ScanHint.adopt(text, into: scan, now: started, floors: hints)
+            _ = try ScanHint.adopt(text, into: &scan, now: started, floors: hints)
         }
-        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage, scan: scan)
+        let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage)
+        var machine = FlushRun(batchSize: options.batchSize, limit: options.limit, maxWait: options.maxWait, pace: options.pace, scan: scan)
         // A run that ends early leaves a scan this one cannot vouch for.
-        var ended = false
-        defer { if !ended { scan.rewind() } }
-        let desk = OutcomeDesk(store: store, scan: scan, rules: options.rules, faults: faults, clock: clock, writer: writer,
+        scan = ClaimScan()
+        let desk = OutcomeDesk(store: store, rules: options.rules, faults: faults, clock: clock, writer: writer,
                                reporter: reporter, events: events, outcomeLog: outcomeLog, stop: stop)
         defer { outcomeLog = desk.outcomeLog }
         defer { progress?.finish() }
@@ -147,11 +147,10 @@ public final class Flusher {
             stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter()))
         defer { dispatcher.close() }
         var summary = Summary()
-        var machine = FlushRun(batchSize: options.batchSize, limit: options.limit, maxWait: options.maxWait, pace: options.pace)
         var notes = RunNotes(countsPerKey: claimer.maxPerKey != nil)
         while try step(&machine, &notes, claimer, desk, dispatcher, misconfigured, into: &summary) {}
-        try end(claimer, desk, &notes, started: started, remaining: machine.remaining, misconfigured, into: &summary)
-        ended = true
+        try end(claimer, desk, &notes, &machine, started: started, misconfigured, into: &summary)
+        scan = machine.scan
         return summary
     }
 
@@ -168,13 +167,13 @@ public final class Flusher {
     /// - Returns: false when the run is over.
     private func step(_ machine: inout FlushRun, _ notes: inout RunNotes, _ claimer: Claimer, _ desk: OutcomeDesk,
                       _ dispatcher: Dispatcher, _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) -> Bool {
-        switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil, scanWake: scan.wake) {
+        switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil) {
         case .withdrawAll:
             let back = dispatcher.scheduler.withdrawAll()
             machine.withdrew(back.count)
-            summary.released += try desk.putBack(back, notes: &notes)
+            summary.released += try desk.putBack(back, notes: &notes, scan: &machine.scan)
         case .claim(let limit):
-            let round = try claimer.claim(limit: limit, notes: &notes)
+            let round = try claimer.claim(limit: limit, notes: &notes, scan: &machine.scan)
             say(round, into: &summary)
             summary.damaged += round.damaged
             desk.expired(round.expired, into: &summary)
@@ -188,7 +187,8 @@ public final class Flusher {
                 return true
             }
             machine.received(outcome.changes.count)
-            machine.withdrew(try desk.settle(outcome, dispatcher.scheduler, notes: &notes, into: &summary))
+            let withdrawn = try desk.settle(outcome, dispatcher.scheduler, notes: &notes, scan: &machine.scan, into: &summary)
+            machine.withdrew(withdrawn)
         case .finish:
             return false
         }
@@ -197,10 +197,10 @@ public final class Flusher {
 
     /// The end of a run: its lessons stored, where the next run starts, what held
     /// messages back, the scan's hint, the given ids not taken.
-    private func end(_ claimer: Claimer, _ desk: OutcomeDesk, _ notes: inout RunNotes, started: Timestamp, remaining: Int,
+    private func end(_ claimer: Claimer, _ desk: OutcomeDesk, _ notes: inout RunNotes, _ machine: inout FlushRun, started: Timestamp,
                      _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) {
         // What the last outcomes taught goes into the store now, not at the next run.
-        say(try claimer.storeLessons(&notes), into: &summary)
+        say(try claimer.storeLessons(&notes, scan: &machine.scan), into: &summary)
         // The scan is kept for the next run (`flush --watch`: a run a second, and one
         // a change), which goes on where this one stopped and starts again from the
         // first message only when a hold may have ended, another process changed the
@@ -209,31 +209,26 @@ public final class Flusher {
         // due since this run started (a retry's time, set by its outcomes) may lie
         // behind the scan: its time is one that starts it again.
         if !options.ignoreDue, let due = try store.nextDue(options.statuses, after: Timestamp(milliseconds: started.milliseconds - 1)) {
-            scan.nextDue = min(scan.nextDue ?? due, due)
+            machine.scan.nextDue = min(machine.scan.nextDue ?? due, due)
         }
-        try summarize(claimer, remaining: remaining, into: &summary)
+        try summarize(claimer, machine.scan, remaining: machine.remaining, into: &summary)
         if let error = desk.outputError { throw error }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, scan.freed.isEmpty,
-           summary.misconfigured == nil, summary.stopped == nil {
+        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, machine.scan.freed.isEmpty,
+           summary.misconfigured == nil, summary.stopped == nil, let mark = machine.scan.floorMark {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
-            // and is no reason to fail a run whose every outcome is stored.
-            do { try leaveHint(kind, hints) } catch {}
+            // and is no reason to fail a run whose every outcome is stored. It names
+            // the mark as of the scan's last look: the scan accounts for every commit
+            // up to it, and the commits after it, this run's own outcomes included
+            // (a `retry --now` leaves failed messages behind its scan, for the next
+            // run), are the next run's floor.
+            do { try hints.saveScanHint(kind, ScanHint.text(machine.scan, mark: mark)) } catch {}
         }
         if let targets = options.targets {
             summary.notTaken = targets.filter { !claimer.took($0) }
             summary.skipped = summary.notTaken.count
         }
-    }
-
-    /// Saves where the scan stopped (``ScanHint``) with the mark as of the scan's
-    /// last look: the scan accounts for every commit up to it, and the commits after
-    /// it, this run's own outcomes included (a `retry --now` leaves failed messages
-    /// behind its scan, for the next run), are the next run's floor.
-    private func leaveHint(_ kind: String, _ hints: any ChangeFloors) throws(MsgError) {
-        guard let mark = scan.floorMark else { return }
-        try hints.saveScanHint(kind, ScanHint.text(scan, mark: mark))
     }
 
     /// How many messages are due now (the progress line's total).
@@ -271,8 +266,8 @@ public final class Flusher {
 
     /// The destinations that held messages back, one line each (breaker open,
     /// paused, throttled past the run's patience), with how many wait.
-    private func summarize(_ claimer: Claimer, remaining: Int, into summary: inout Summary) throws(MsgError) {
-        for (key, hold, n) in try claimer.holds() {
+    private func summarize(_ claimer: Claimer, _ scan: ClaimScan, remaining: Int, into summary: inout Summary) throws(MsgError) {
+        for (key, hold, n) in try claimer.holds(scan) {
             let messages = "\(n) message\(n == 1 ? "" : "s") wait"
             switch hold {
             case .open(let until):

@@ -6,11 +6,15 @@ import MsgKit
 /// call site saying so.
 ///
 /// Every call is safe to make again: a write that failed committed nothing or is
-/// made again by compare-and-set (an outcome is never recorded twice), and a read
-/// reads again. Two are not made again here: a claim (``claimSession(_:)``), whose
-/// caller plans it afresh (its planner and scan saw the attempt that failed:
-/// ``Claimer/claim(limit:)`` retries it whole), and a listing, which may have
-/// given records before it failed (given again, they would be printed twice).
+/// made again by compare-and-set (an outcome is never recorded twice), a read
+/// reads again, and a claim (``claimSession(_:)``) committed nothing and is made
+/// again whole: its planner starts afresh at each attempt (``ClaimPlanner/begin(_:)``,
+/// from the scan as it was before the claim and at the time of the attempt, so its
+/// lease is as long as ever). A claim whose commit went through and whose answer
+/// was lost left messages `sending` under this process's lease: the run puts them
+/// back once the outage has ended (``Claimer``). One call is not made again: a
+/// listing, which may have given records before it failed (given again, they would
+/// be printed twice).
 ///
 /// What the store declares it does (its ``StoreCapabilities``) this declares too,
 /// read once when it is made, each through the outage but the ledger's reads (a
@@ -58,7 +62,7 @@ public final class OutageRidingStore: Store {
     }
 
     public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
-        try inner.claimSession(body)
+        try outage.retrying("claiming") { () throws(MsgError) -> R in try inner.claimSession(body) }
     }
 
     public func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] {

@@ -22,7 +22,6 @@ import MsgKit
 /// all the same and nothing is left `sending`.
 package final class OutcomeDesk {
     private let store: any Store
-    private let scan: ClaimScan
     private let book: DestinationBook
     private let faults: FaultPoints
     private let clock: @Sendable () -> Timestamp
@@ -40,10 +39,9 @@ package final class OutcomeDesk {
     /// scheduler's lock only when one is.
     private var cautious: Set<String> = []
 
-    package init(store: any Store, scan: ClaimScan, rules: DeliveryRules, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp,
+    package init(store: any Store, rules: DeliveryRules, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp,
          writer: NDJSONWriter, reporter: Reporter, events: EventSink?, outcomeLog: OutcomeLog?, stop: StopRequest) {
         self.store = store
-        self.scan = scan
         book = DestinationBook(rules: rules)
         self.faults = faults
         self.clock = clock
@@ -54,10 +52,11 @@ package final class OutcomeDesk {
         self.stop = stop
     }
 
-    /// One slice's outcomes, recorded and all they mean done.
+    /// One slice's outcomes, recorded and all they mean done; `notes` and `scan` are
+    /// the run's, lent.
     /// - Returns: how many messages waiting for a worker were taken back (a breaker
     ///   opened, a destination asked for a pause) and put back as they were.
-    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: KeyScheduler, notes: inout RunNotes,
+    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: KeyScheduler, notes: inout RunNotes, scan: inout ClaimScan,
                         into summary: inout Flusher.Summary) throws(MsgError) -> Int {
         let applied = try store.update(o.changes)
         faults.pass(.afterSent, count: o.changes.count)
@@ -68,7 +67,7 @@ package final class OutcomeDesk {
             let status = change.record.message.status
             // Put back as it was (not attempted): due again, behind the scan.
             if ok && o.outcomes[i] == nil && status != .dead { scan.putBehind(item.key) }
-            release(item, &notes)
+            release(item, &notes, &scan)
             guard ok else { continue }
             guard let outcome = o.outcomes[i] else {
                 if status == .dead {
@@ -100,10 +99,10 @@ package final class OutcomeDesk {
         // A destination whose breaker opened or that asked for a pause: what waits
         // for it goes back to the queue untouched.
         var withdrawn = 0
-        for key in o.failedKeys where holds(key, notes) {
+        for key in o.failedKeys where holds(key, notes, &scan) {
             let back = scheduler.withdraw(key)
             withdrawn += back.count
-            _ = try putBack(back, notes: &notes)
+            _ = try putBack(back, notes: &notes, scan: &scan)
         }
         scheduler.done(o.failedKeys)
         return withdrawn
@@ -112,7 +111,7 @@ package final class OutcomeDesk {
     /// Puts claimed messages back exactly as they were before their claim (a stop,
     /// a destination held).
     /// - Returns: how many were put back.
-    package func putBack(_ items: [Claimer.Claimed], notes: inout RunNotes) throws(MsgError) -> Int {
+    package func putBack(_ items: [Claimer.Claimed], notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Int {
         guard !items.isEmpty else { return 0 }
         let applied = try store.update(items.map { Change($0.original, expected: .sending) })
         // Queued again where the scan has been: what a breaker or a pause puts back
@@ -120,7 +119,7 @@ package final class OutcomeDesk {
         // stop puts back ends the run.
         for item in items {
             scan.putBehind(item.key)
-            release(item, &notes)
+            release(item, &notes, &scan)
         }
         return applied.filter { $0 }.count
     }
@@ -138,7 +137,7 @@ package final class OutcomeDesk {
     /// A message's outcome (or put-back) is recorded: no longer in flight, and its
     /// destination free in the scan (a hold that ends by itself, a pause or a
     /// cool-down, is woken by its time).
-    private func release(_ item: Claimer.Claimed, _ notes: inout RunNotes) {
+    private func release(_ item: Claimer.Claimed, _ notes: inout RunNotes, _ scan: inout ClaimScan) {
         notes.settled(item.record.message.id, key: item.key)
         scan.free(item.key)
     }
@@ -160,7 +159,7 @@ package final class OutcomeDesk {
 
     /// Whether what waits for `key` must go back untouched: its breaker opened or it
     /// asked for a pause. Then the scan holds it too, until the hold ends.
-    private func holds(_ key: String, _ notes: RunNotes) -> Bool {
+    private func holds(_ key: String, _ notes: RunNotes, _ scan: inout ClaimScan) -> Bool {
         guard let s = notes.known[key] else { return false }
         guard case .hold(let hold) = book.verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
         scan.hold(key, hold, counting: false)

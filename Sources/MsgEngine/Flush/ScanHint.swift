@@ -75,7 +75,7 @@ enum ScanHint {
     /// Takes `text` into the fresh `scan` when it still holds at `now`, going back
     /// to the floor of what changed since; false (the scan untouched) when it does
     /// not, or does not read.
-    static func adopt(_ text: String, into scan: ClaimScan, now: Timestamp, floors: any ChangeFloors) throws(MsgError) -> Bool {
+    static func adopt(_ text: String, into scan: inout ClaimScan, now: Timestamp, floors: any ChangeFloors) throws(MsgError) -> Bool {
         guard let value = try? JSONParser.parse(text), let mark = value["mark"]?.intValue,
               case .array(let heldItems)? = value["held"], case .bool(let exhausted)? = value["exhausted"] else { return false }
         var position: ClaimPosition?
