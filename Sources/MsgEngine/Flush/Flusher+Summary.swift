@@ -6,10 +6,11 @@ extension Flusher {
         public var sent = 0
         public var deferred = 0
         public var dead = 0
-        /// Targets that were not in a status this command takes, or not due.
-        public var skipped = 0
-        /// Their ids, in the order given.
+        /// Targets that were not in a status this command takes, or not due, in the
+        /// order given.
         public var notTaken: [String] = []
+        /// How many targets were not taken.
+        public var skipped: Int { notTaken.count }
         /// Messages claimed but not attempted because of a stop request: put back as
         /// they were before the claim.
         public var released = 0
@@ -29,11 +30,10 @@ extension Flusher {
         /// Breakers opened and closed, one line each.
         public var notices: [String] = []
 
-        public init(sent: Int = 0, deferred: Int = 0, dead: Int = 0, skipped: Int = 0) {
+        public init(sent: Int = 0, deferred: Int = 0, dead: Int = 0) {
             self.sent = sent
             self.deferred = deferred
             self.dead = dead
-            self.skipped = skipped
         }
         /// Equal counts (the last error is only for display).
         public static func == (a: Summary, b: Summary) -> Bool {

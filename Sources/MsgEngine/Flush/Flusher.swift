@@ -62,16 +62,35 @@ public final class Flusher {
     let openTransport: (() throws(MsgError) -> any Transport)?
     let policy: RetryPolicy
     let options: Options
-    let faults: FaultPoints
-    let writer: NDJSONWriter
-    let reporter: Reporter
-    let console: Console
-    let stop: StopRequest
-    let clock: @Sendable () -> Timestamp
-    let sleep: @Sendable (MsgDuration) -> Void
-    let unit: @Sendable () -> Double
-    /// Where state changes worth telling go (`--events`, `--on-event`), if anywhere.
-    let events: EventSink?
+    /// Where the run prints and what stops it: records to the console's output
+    /// (through one writer), what the user should know to its reporter, state changes
+    /// worth telling to `events` (`--events`, `--on-event`), if anywhere.
+    struct Speech {
+        let console: Console
+        let writer: NDJSONWriter
+        let stop: StopRequest
+        let events: EventSink?
+    }
+    /// What tests inject: faults, the clock, sleep, and a random number in [0, 1)
+    /// for jitter.
+    struct Injected {
+        let faults: FaultPoints
+        let clock: @Sendable () -> Timestamp
+        let sleep: @Sendable (MsgDuration) -> Void
+        let unit: @Sendable () -> Double
+    }
+    let speech: Speech
+    let injected: Injected
+
+    var console: Console { speech.console }
+    var writer: NDJSONWriter { speech.writer }
+    var reporter: Reporter { speech.console.reporter }
+    var stop: StopRequest { speech.stop }
+    var events: EventSink? { speech.events }
+    var faults: FaultPoints { injected.faults }
+    var clock: @Sendable () -> Timestamp { injected.clock }
+    var sleep: @Sendable (MsgDuration) -> Void { injected.sleep }
+    var unit: @Sendable () -> Double { injected.unit }
     /// Rides out a store that cannot be reached (`flush --watch`): every store call
     /// goes through it (``OutageRidingStore``), a claim made again whole with its
     /// planner afresh; nil: the store's error ends the run.
@@ -99,22 +118,11 @@ public final class Flusher {
         self.openTransport = openTransport
         self.policy = policy
         self.options = options
-        self.faults = faults
-        self.console = console
-        self.writer = console.writer()
-        self.reporter = console.reporter
-        self.clock = clock
-        self.sleep = sleep
-        self.events = events
-        self.stop = stop
-        if let unit {
-            self.unit = unit
-        } else {
-            // Jitter needs no cryptographic randomness: one seed, then a fast generator
-            // (behind a lock, as the delivery threads draw from it).
-            let rng = Mutex(SplitMix64(seed: UInt64.random(in: 0...UInt64.max)))
-            self.unit = { rng.withLock { $0.unit() } }
-        }
+        speech = Speech(console: console, writer: console.writer(), stop: stop, events: events)
+        // Jitter needs no cryptographic randomness: one seed, then a fast generator
+        // (behind a lock, as the delivery threads draw from it).
+        let rng = Mutex(SplitMix64(seed: UInt64.random(in: 0...UInt64.max)))
+        injected = Injected(faults: faults, clock: clock, sleep: sleep, unit: unit ?? { rng.withLock { $0.unit() } })
     }
 
     /// Sends everything due now, until done or asked to stop.
@@ -227,7 +235,6 @@ public final class Flusher {
         }
         if let targets = options.targets {
             summary.notTaken = targets.filter { !claimer.took($0) }
-            summary.skipped = summary.notTaken.count
         }
     }
 
