@@ -30,7 +30,7 @@ import Testing
 
     func planner(_ scan: ClaimScan, room: ((String) -> Int)? = nil, clock: @escaping () -> Timestamp = { Self.now }) throws -> DestinationPlanner {
         DestinationPlanner(DestinationPlanner.Setup(
-            book: DestinationBook(rules: DeliveryRules()), clock: clock, lease: { Message.Lease(host: "test", pid: 1, until: $0) },
+            book: DestinationBook(rules: DeliveryRules()), clock: clock, leaseLength: .seconds(60),
             lessons: [], own: [], room: room, attempted: { _ in false }, faults: try FaultPoints(environment: nil)), scan: scan)
     }
 
@@ -101,7 +101,7 @@ import Testing
         let answers = try p.consider([row(1, to: "bob"), row(2, to: "carol")], in: free)
         #expect(taken(answers) == ["m1", "m2"])
         let leases = answers.compactMap { if case .take(let r) = $0 { r.message.lease?.until } else { nil } }
-        #expect(leases == [clock.now, clock.now], "leased from the attempt that commits")
+        #expect(leases == [clock.now.adding(.seconds(60)), clock.now.adding(.seconds(60))], "leased from the attempt that commits")
         #expect(p.found.originals.count == 2)
     }
 }

@@ -119,7 +119,7 @@ package final class Claimer {
         let maxPerKey = self.maxPerKey
         let perKey = notes.perKey
         let planner = DestinationPlanner(DestinationPlanner.Setup(
-            book: book, clock: clock, lease: { Owner.lease(now: $0, duration: leaseLength) }, lessons: notes.lessons, own: notes.inFlight,
+            book: book, clock: clock, leaseLength: leaseLength, lessons: notes.lessons, own: notes.inFlight,
             room: maxPerKey.map { most in { key in most - (perKey[key] ?? 0) } },
             attempted: { [remember, attempted] id in remember && attempted.contains(id) }, faults: faults), scan: scan)
         let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)

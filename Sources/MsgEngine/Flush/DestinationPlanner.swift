@@ -10,8 +10,8 @@ package final class DestinationPlanner: ClaimPlanner {
     package struct Setup {
         let book: DestinationBook
         let clock: () -> Timestamp
-        /// The lease of what a claim made at a time takes.
-        let lease: (Timestamp) -> Message.Lease
+        /// How long what a claim takes is leased for, from the claim's time.
+        let leaseLength: MsgDuration
         let lessons: [(key: String, lesson: DestinationBook.Lesson)]
         /// Ids this process has in flight (claimed and not yet recorded).
         let own: Set<String>
@@ -21,12 +21,12 @@ package final class DestinationPlanner: ClaimPlanner {
         let attempted: (String) -> Bool
         let faults: FaultPoints
 
-        package init(book: DestinationBook, clock: @escaping () -> Timestamp, lease: @escaping (Timestamp) -> Message.Lease,
+        package init(book: DestinationBook, clock: @escaping () -> Timestamp, leaseLength: MsgDuration,
                      lessons: [(key: String, lesson: DestinationBook.Lesson)], own: Set<String>, room: ((String) -> Int)?,
                      attempted: @escaping (String) -> Bool, faults: FaultPoints) {
             self.book = book
             self.clock = clock
-            self.lease = lease
+            self.leaseLength = leaseLength
             self.lessons = lessons
             self.own = own
             self.room = room
@@ -93,7 +93,7 @@ package final class DestinationPlanner: ClaimPlanner {
         start = scan
         self.scan = scan
         now = setup.clock()
-        lease = setup.lease(now)
+        lease = Owner.lease(now: now, duration: setup.leaseLength)
     }
 
     private var book: DestinationBook { setup.book }
@@ -109,7 +109,7 @@ package final class DestinationPlanner: ClaimPlanner {
         reading = Reading()
         found = Found()
         now = setup.clock()
-        lease = setup.lease(now)
+        lease = Owner.lease(now: now, duration: setup.leaseLength)
         // With every message its own destination there is no order to keep.
         grants = rules.key == .id ? nil : session.locks.map { Grants(locks: $0) }
         reading.hasStates = !lessons.isEmpty
