@@ -22,12 +22,12 @@ import Testing
         scan.advance(to: at(5))
         // Read again after going back: not counted again.
         scan.hold("a", .busy, from: at(3))
-        #expect(scan.heldCount["a"] == 2)
-        #expect(scan.held["a"] == .busy && scan.skippable.contains("a"))
+        #expect(scan.holds.heldCount["a"] == 2)
+        #expect(scan.holds.held["a"] == .busy && scan.holds.skippable.contains("a"))
         #expect(scan.position == at(5) && !scan.isFresh)
         // A probe is held but not skipped: its message must be read to be sent.
         scan.hold("p", .probing, from: at(4))
-        #expect(!scan.skippable.contains("p"))
+        #expect(!scan.holds.skippable.contains("p"))
     }
 
     /// The run's own outcome frees its destination: the next claim goes back to the
@@ -38,11 +38,11 @@ import Testing
         scan.hold("b", .busy, from: at(2))
         scan.advance(to: at(9))
         scan.free("a")
-        #expect(scan.freed == ["a"])
+        #expect(scan.holds.freed == ["a"])
         let released = scan.releaseFreed()
         #expect(released)
         #expect(scan.position == before(4), "back to the first message a left, not to the first of all")
-        #expect(Set(scan.held.keys) == ["b"] && scan.freed.isEmpty)
+        #expect(Set(scan.holds.held.keys) == ["b"] && scan.holds.freed.isEmpty)
         // Nothing freed: nothing moves.
         let releasedAgain = scan.releaseFreed()
         #expect(releasedAgain && scan.position == before(4))
@@ -56,8 +56,8 @@ import Testing
         scan.hold("c", .paused(until: until), from: at(1))
         scan.advance(to: at(3))
         scan.free("c")
-        #expect(scan.freed.isEmpty)
-        #expect(scan.wake == until && scan.holdsEnd == until)
+        #expect(scan.holds.freed.isEmpty)
+        #expect(scan.holds.wake == until && scan.holds.holdsEnd == until)
         scan.token = 7
         #expect(scan.restart(token: 7, at: Self.t0) == .goOn)
         #expect(scan.restart(token: 7, at: until) == .fromFirst)
@@ -87,7 +87,7 @@ import Testing
         scan.advance(to: at(9))
         let wentBack = scan.rewind(before: at(6))
         #expect(wentBack)
-        #expect(Set(scan.held.keys) == ["suspended", "mine"])
+        #expect(Set(scan.holds.held.keys) == ["suspended", "mine"])
         #expect(scan.position == before(6))
 
         var locked = ClaimScan()

@@ -98,7 +98,7 @@ import Testing
         #expect(try b.status(slice[0]) == .failed)
         #expect(try waiting.map(b.status) == [.queued, .queued], "put back as they were")
         #expect(try waiting.map { try b.store.get($0.record.message.id)?.message.attempts } == [0, 0], "no attempt counted")
-        #expect(b.scan.held["k"] != nil, "the scan holds it until the breaker's time")
+        #expect(b.scan.holds.held["k"] != nil, "the scan holds it until the breaker's time")
         #expect(!b.notes.lessons.isEmpty && b.notes.known["k"] != nil, "noted for the next claim")
         #expect(b.notes.inFlight.isEmpty)
         #expect(try b.printedStatuses() == ["failed"], "only what was attempted is printed")

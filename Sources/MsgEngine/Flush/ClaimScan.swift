@@ -42,19 +42,6 @@ package struct ClaimScan: Sendable {
     /// The earliest time a message not due yet becomes due (from the store).
     package var nextDue: Timestamp?
 
-    /// Destinations held in this scan, with why.
-    package var held: [String: DestinationBook.Hold] { holds.held }
-    /// Messages read and left per held destination in this scan.
-    package var heldCount: [String: Int] { holds.heldCount }
-    /// Held destinations whose messages the store may skip without reading them.
-    package var skippable: Set<String> { holds.skippable }
-    /// Holds the run's own outcomes ended, released at the next claim.
-    package var freed: Set<String> { holds.freed }
-    /// The earliest time a pause or a token wait of this scan ends (``ScanHolds/wake``).
-    package var wake: Timestamp? { holds.wake }
-    /// The earliest time any hold of this scan ends by itself (``ScanHolds/holdsEnd``).
-    package var holdsEnd: Timestamp? { holds.holdsEnd }
-
     /// A claim read to the end of the queue.
     package mutating func readToEnd() { exhausted = true }
 
@@ -171,8 +158,8 @@ package struct ClaimScan: Sendable {
     package func restart(token now: UInt64?, at time: Timestamp) -> Restart {
         // At the first message already, unless a claim from there read to the end.
         if position == nil && !exhausted { return .goOn }
-        if let wake, wake <= time { return .fromFirst }
-        if let holdsEnd, holdsEnd <= time { return .fromFirst }
+        if let wake = holds.wake, wake <= time { return .fromFirst }
+        if let holdsEnd = holds.holdsEnd, holdsEnd <= time { return .fromFirst }
         if let nextDue, nextDue <= time { return .fromFirst }
         if now == nil || now != token { return .changedElsewhere }
         return .goOn

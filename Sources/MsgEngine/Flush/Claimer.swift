@@ -199,8 +199,8 @@ package final class Claimer {
         // with a million waiting cost a flush --watch 3 s of every 5).
         var tally: Tally?
         var tallyRead = false
-        for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
-            var n = scan.heldCount[key] ?? 0
+        for (key, hold) in scan.holds.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
+            var n = scan.holds.heldCount[key] ?? 0
             if options.rules.key == .recipient && options.countsHeld {
                 if options.targets == nil && !tallyRead {
                     tallyRead = true

@@ -149,7 +149,7 @@ package final class DestinationPlanner: ClaimPlanner {
     /// never reads the messages waiting behind them, not even its first chunk.
     package var skipping: Set<String> {
         guard rules.key == .recipient else { return [] }
-        return scan.foreignKeys.isEmpty ? scan.skippable : scan.skippable.union(scan.foreignKeys)
+        return scan.foreignKeys.isEmpty ? scan.holds.skippable : scan.holds.skippable.union(scan.foreignKeys)
     }
 
     package func consider(_ rows: [ClaimRow], in session: any ClaimSession) throws(MsgError) -> [ClaimAnswer] {
@@ -162,7 +162,7 @@ package final class DestinationPlanner: ClaimPlanner {
             for row in rows where !row.record.message.isDamaged {
                 let key = rules.key.of(row.record.message)
                 if g.reserved.contains(key) || g.lockedElsewhere.contains(key) || g.unreserved.contains(key)
-                    || scan.held[key] != nil || scan.foreignKeys.contains(key) { continue }
+                    || scan.holds.held[key] != nil || scan.foreignKeys.contains(key) { continue }
                 if seen.insert(key).inserted { keys.append(key) }
             }
             if !keys.isEmpty { try reserve(keys, wait: false, g.locks) }
@@ -192,7 +192,7 @@ package final class DestinationPlanner: ClaimPlanner {
         }
         let key = rules.key.of(m)
         let at = ClaimPosition(createdAt: m.createdAt, id: m.id)
-        if !scan.held.isEmpty, let held = scan.held[key] {
+        if !scan.holds.held.isEmpty, let held = scan.holds.held[key] {
             scan.hold(key, held, from: at)
             return .skip
         }

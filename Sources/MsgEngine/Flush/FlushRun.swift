@@ -68,9 +68,9 @@ package struct FlushRun: Sendable {
 
     /// What to do now. `stopAsked`: a stop request, or the transport found
     /// misconfigured. The scan says when a destination it holds will take messages
-    /// again by itself (``ClaimScan/wake``).
+    /// again by itself (``ScanHolds/wake``).
     package mutating func next(now: Timestamp, stopAsked: Bool) -> Action {
-        let scanWake = scan.wake
+        let scanWake = scan.holds.wake
         if !stopping && stopAsked {
             stopping = true
             return .withdrawAll

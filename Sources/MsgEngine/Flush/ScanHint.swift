@@ -37,7 +37,7 @@ enum ScanHint {
         if let due = scan.nextDue { w.key("next_due"); w.int(Int(due.milliseconds)) }
         w.key("held"); w.raw("[")
         var first = true
-        for (key, hold) in scan.held.sorted(by: { $0.key < $1.key }) {
+        for (key, hold) in scan.holds.held.sorted(by: { $0.key < $1.key }) {
             guard let (name, until) = name(hold) else { continue }
             if !first { w.raw(",") }
             first = false
