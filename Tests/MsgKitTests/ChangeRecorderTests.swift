@@ -158,6 +158,29 @@ import Testing
         }
     }
 
+    /// A flush's worker makes an outcome's leaf where it splices the record: the
+    /// same text, and the leaf of its last entry that the commit would have made.
+    @Test func anOutcomesLeafMadeWhereItIsSplicedIsTheOneMadeAtTheCommit() throws {
+        var spliced: [EncodedMessage] = []
+        for i in 0..<50 {
+            var m = Fixtures.message(i, to: "to\(i % 5)")
+            try m.transition(to: .sending, event: "attempt", at: Fixtures.t0.adding(.seconds(1)))
+            let claimed = EncodedMessage(m)
+            try m.transition(to: .sent, event: "sent", at: Fixtures.t0.adding(.seconds(2)))
+            spliced.append(EncodedMessage(updating: claimed, to: m))
+        }
+        let prepared = spliced.map { $0.preparingLedger(stored: false) }
+        #expect(prepared == spliced, "the same record text")
+        let made = LedgerPrep.batch(prepared, stored: false)
+        for (r, p) in zip(spliced, made) {
+            #expect(p.leaf == (try LedgerLeaf.bytes(r, entry: r.message.history.count - 1)), "its last entry")
+            #expect(p.print == LedgerLeaf.contentPrint(r))
+        }
+        // Made for one kind of change, it is made again for the other.
+        let asStored = prepared[0].preparingLedger(stored: true)
+        #expect(LedgerPrep.batch([asStored], stored: true)[0].leaf == (try LedgerLeaf.bytes(spliced[0], entry: nil)))
+    }
+
     @Test func aBatchOfBothKindsKeepsItsOrderAndMakesWhatWasNotMade() throws {
         var records: [EncodedMessage] = []
         for i in 0..<130 {

@@ -74,6 +74,16 @@ public struct EncodedMessage: Sendable, Equatable {
         self.historyOffset = historyOffset
     }
 
+    /// This record with what its change needs of the ledger (``LedgerPrep``) made
+    /// here, on the caller's thread, as ``init(_:preparingLedger:)`` makes it: a
+    /// flush's delivery worker makes an outcome's while the run's thread commits,
+    /// and the store's ``LedgerPrep/batch(_:stored:)`` then hashes nothing.
+    public func preparingLedger(stored: Bool) -> EncodedMessage {
+        if box.prep != nil && box.stored == stored { return self }
+        return EncodedMessage(box: Box(box.message, prep: LedgerPrep(self, stored: stored), stored: stored),
+                              json: json, historyOffset: historyOffset)
+    }
+
     /// What ``init(_:preparingLedger:)`` made for a change of this kind, if it did.
     func prepared(stored: Bool) -> LedgerPrep? {
         box.stored == stored ? box.prep : nil

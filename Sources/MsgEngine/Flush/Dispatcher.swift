@@ -11,8 +11,8 @@ import Synchronization
 /// Each worker has a transport of its own and takes slices from the
 /// ``KeyScheduler``, each destination's messages in FIFO order, one destination
 /// held by one worker at a time. A worker delivers a slice, works out each
-/// message's new record from its outcome (spliced, on the worker's thread) and
-/// hands back the changes; a message past its expiry is not handed to the
+/// message's new record from its outcome (spliced, and its ledger leaf made, on
+/// the worker's thread) and hands back the changes; a message past its expiry is not handed to the
 /// transport but made dead. Slices are sized to take about 250 ms
 /// (``SliceSizer``), and the stop request is asked between them.
 package final class Dispatcher {
@@ -46,9 +46,13 @@ package final class Dispatcher {
         let misconfigured: FirstError
         let progress: Progress?
         let delivered: Counter
+        /// Whether the store keeps a ledger: then a worker makes each outcome's part
+        /// of it (the hashing) beside the run's commits, not in them.
+        let ledger: Bool
 
         package init(policy: RetryPolicy, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, unit: @escaping @Sendable () -> Double,
-                     deadline: MsgDuration, batchSize: Int, stop: StopRequest, misconfigured: FirstError, progress: Progress?, delivered: Counter) {
+                     deadline: MsgDuration, batchSize: Int, stop: StopRequest, misconfigured: FirstError, progress: Progress?, delivered: Counter,
+                     ledger: Bool = false) {
             self.policy = policy
             self.faults = faults
             self.clock = clock
@@ -59,6 +63,7 @@ package final class Dispatcher {
             self.misconfigured = misconfigured
             self.progress = progress
             self.delivered = delivered
+            self.ledger = ledger
         }
     }
 
@@ -180,7 +185,8 @@ package final class Dispatcher {
                 continue  // not sending any more: nothing to record (cannot happen)
             }
             out.items.append(item)
-            out.changes.append(Change(EncodedMessage(updating: item.record, to: x), expected: .sending))
+            let record = EncodedMessage(updating: item.record, to: x)
+            out.changes.append(Change(d.ledger ? record.preparingLedger(stored: false) : record, expected: .sending))
             out.outcomes.append(got[next])
             if case .failed = got[next] { out.failedKeys.insert(item.key) }
         }

@@ -152,7 +152,7 @@ public final class Flusher {
         let misconfigured = FirstError()
         let dispatcher = Dispatcher(transports: try transports(), delivery: Dispatcher.Delivery(
             policy: policy, faults: faults, clock: clock, unit: unit, deadline: options.deadline, batchSize: options.batchSize,
-            stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter()))
+            stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.ledger != nil))
         defer { dispatcher.close() }
         var summary = Summary()
         var notes = RunNotes(countsPerKey: claimer.maxPerKey != nil)
