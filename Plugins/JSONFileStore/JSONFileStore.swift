@@ -8,11 +8,14 @@ import MsgSupport
 ///
 /// - A record line replaces any earlier line with the same id; `{"$deleted":ID}`
 ///   deletes. Reading the file from the start rebuilds the queue.
+/// - Each change msg writes comes after its `$ledger` line: its leaves of the
+///   store's ledger, as the recorder chose them (``JSONLedger``, ``CommitLines``).
 /// - Each call is one `write` of all its lines and one `fsync` (group commit).
-/// - A last line without its newline is kept when it is a whole record (a file
-///   edited by hand, or restored by a tool that strips the last newline): the next
-///   writer adds the newline. One that is not (a crash mid-write, never
-///   acknowledged) is cut off by the next writer, its bytes kept in
+/// - A last line without its newline is kept when it is a whole record, or a
+///   record after its `$ledger` line (a file edited by hand, or restored by a tool
+///   that strips the last newline): the next writer adds the newline. One that is
+///   not, or a `$ledger` line whose change is not after it (a crash mid-write,
+///   never acknowledged), is cut off by the next writer, its bytes kept in
 ///   `PATH.torn-<time>`. A complete line that is JSON with an id but not a record
 ///   (edited by hand) is a damaged record, given as such (dead, its text kept); any
 ///   other damaged complete line is corruption: the file is set aside for
@@ -38,6 +41,8 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     private var dataFD: Int32 = -1
     private var identity: (dev: UInt64, ino: UInt64) = (0, 0)
     private var state = StoreState()
+    /// Whether a ``ledgerRead(_:)`` holds the shared lock over one state.
+    private var inSnapshot = false
     /// Lines for the user (``takeNotices()``).
     private var notices: [String] = []
 
@@ -83,7 +88,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
 
     // MARK: Store
 
-    public var capabilities: StoreCapabilities { StoreCapabilities(watching: self, damagedFiles: self) }
+    public var capabilities: StoreCapabilities { StoreCapabilities(watching: self, ledger: self, damagedFiles: self) }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
@@ -185,12 +190,16 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         try refresh(writer: true)
         // In a closure so the transaction's reference to the records is gone before
         // they are changed in place below.
-        let (overlay, destinations, bytes, lineCount, result) = try { () throws(MsgError) in
+        let (overlay, destinations, ops, result) = try { () throws(MsgError) in
             var tx = Transaction(base: state.records)
             let result = try body(&tx)
-            return (tx.overlay, tx.destinations, tx.output.bytes, tx.lineCount, result)
+            return (tx.overlay, tx.destinations, tx.ops, result)
         }()
-        guard lineCount > 0 else { return result }
+        // A store that held messages before its ledger begins it at its first write,
+        // even one that changes nothing (`msg recover` with nothing to recover).
+        guard !ops.isEmpty || (!state.ledger.began && !state.records.isEmpty) else { return result }
+        let commit = try CommitLines(ops, ledger: state.ledger, stored: state.records.count)
+        let bytes = commit.output.bytes
         do throws(MsgError) {
             try SystemCalls.writeAll(dataFD, bytes, code: .storeIO, what: path)
             try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
@@ -202,15 +211,20 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         for (id, value) in overlay { state.records[id] = value }
         if !overlay.isEmpty { state.changed() }
         for (key, value) in destinations { state.destinations[key] = value }
+        for entry in commit.entries { try state.ledger.apply(entry) }
         state.offset += bytes.count
-        state.lines += lineCount
-        if state.lines > 64 && state.lines - state.records.count - state.destinations.count > state.records.count {
+        state.lines += commit.lineCount
+        // Each record is two lines live (its `$ledger` line and its own).
+        let live = 2 * state.records.count + state.destinations.count + state.ledger.removed.count
+        if state.lines > 64 && state.lines - live > state.records.count {
             try compact()
         }
         return result
     }
 
     private func read() throws(MsgError) {
+        // Within ``ledgerRead(_:)``: its lock is held and the state is the one read.
+        if inSnapshot { return }
         try lock(LOCK_SH)
         defer { flock(lockFD, LOCK_UN) }
         try refresh(writer: false)
@@ -266,18 +280,20 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     /// write (never acknowledged): a writer keeps its bytes in `PATH.torn-<time>` and
     /// cuts it off; a reader ignores it.
     private func settleLastLine(_ tail: [UInt8], writer: Bool) throws(MsgError) {
-        let whole = (try? StoreState.parse(tail)) != nil
+        let whole = tail.last != 0x0A && StoreState.wholeLines(tail) != nil
         if whole && !writer {
-            _ = try? state.applyUnterminated(tail)
+            // Applied without moving past it: read from the start next time, so that
+            // its leaves are not taken twice.
+            if state.applyUnterminated(tail) { identity = (0, 0) }
             return
         }
         guard writer else { return }
         if whole {
             try SystemCalls.writeAll(dataFD, [0x0A], code: .storeIO, what: path)
             try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
-            var line = tail
-            line.append(0x0A)
-            do throws(StoreState.Damage) { _ = try state.apply(line) } catch { throw MsgError(.corrupt, "\(path): \(error.reason)") }
+            var lines = tail
+            lines.append(0x0A)
+            do throws(StoreState.Damage) { _ = try state.apply(lines) } catch { throw MsgError(.corrupt, "\(path): \(error.reason)") }
             return
         }
         let kept = DamagedFile.asideName(path, at: .now(), infix: ".torn-")
@@ -288,7 +304,8 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         try SystemCalls.fsyncDirectory(SystemCalls.directory(of: path), code: .storeIO)
         if ftruncate(dataFD, off_t(state.offset)) != 0 { throw SystemCalls.error(.storeIO, "cannot repair \(path)") }
         try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
-        notices.append("store json:\(path): its last line was a write cut short (\(tail.count) bytes, never acknowledged); kept in \(kept) and cut off")
+        let what = tail.contains(0x0A) ? "its last lines were" : "its last line was"
+        notices.append("store json:\(path): \(what) a write cut short (\(tail.count) bytes, never acknowledged); kept in \(kept) and cut off")
     }
 
     private func readFrom(_ offset: Int) throws(MsgError) -> [UInt8] {
@@ -312,14 +329,33 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         return MsgError(.corrupt, "\(path) is damaged at line \(line) (\(reason)); it was moved to \(aside) for inspection and nothing was changed; the next command starts a new, empty store")
     }
 
-    /// Rewrites the file with only the live records, atomically.
+    /// Rewrites the file with only the live records and the whole ledger, atomically.
     private func compact() throws(MsgError) {
-        var w = JSONWriter(capacity: state.records.count * 512)
+        var w = JSONWriter(capacity: state.records.count * 512 + state.ledger.bytes.count * 2)
+        let ledger = state.ledger
+        var lines = 0
+        // The leaves, in runs of at most 4,096, then each record after its row.
+        var first = 0
+        while first < ledger.count {
+            let end = min(first + 4_096, ledger.count)
+            JSONLedger.write(JSONLedger.Entry(leaves: Array(ledger.leaves(first..<end))), to: &w)
+            lines += 1
+            first = end
+        }
         for m in state.fifo() {
+            if let row = ledger.rows[m.id] {
+                JSONLedger.write(JSONLedger.Entry(leaves: [], id: m.id, entries: row.entries, print: row.print, list: row.list), to: &w)
+                lines += 1
+            }
             m.write(to: &w)
             w.raw("\n")
+            lines += 1
         }
-        for (key, value) in state.destinations.sorted(by: { $0.key < $1.key }) { Transaction.writeDestination(key, value, to: &w) }
+        for (id, list) in ledger.removed {
+            JSONLedger.writeRemoved(id, list, to: &w)
+            lines += 1
+        }
+        for (key, value) in state.destinations.sorted(by: { $0.key < $1.key }) { CommitLines.writeDestination(key, value, to: &w) }
         try SystemCalls.replaceAtomically(path, with: w.bytes, mode: 0o600, code: .storeIO)
         close(dataFD)
         dataFD = try SystemCalls.open(path, O_RDWR | O_APPEND, code: .storeIO)
@@ -327,8 +363,70 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         fstat(dataFD, &st)
         identity = (UInt64(st.st_dev), UInt64(st.st_ino))
         state.offset = w.bytes.count
-        state.lines = state.records.count + state.destinations.count
+        state.lines = lines + state.destinations.count
     }
+}
+
+extension JSONFileStore: LedgerStore {
+    /// Under the shared lock, on the state read once: every call in `body` reads it.
+    public func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        if inSnapshot { return try body() }
+        try lock(LOCK_SH)
+        defer { flock(lockFD, LOCK_UN) }
+        try refresh(writer: false)
+        inSnapshot = true
+        defer { inSnapshot = false }
+        return try body()
+    }
+
+    public func ledgerSize() throws(MsgError) -> Int {
+        try ledger().count
+    }
+
+    /// The ledger, read. - Throws: `storeIO` when the store holds messages from
+    /// before its ledger began and no command wrote since.
+    private func ledger() throws(MsgError) -> JSONLedger {
+        try read()
+        guard state.ledger.began || state.records.isEmpty else {
+            throw MsgError(.storeIO, "store \(path) holds \(state.records.count) messages from before its ledger began; a command that writes, such as msg recover, begins it")
+        }
+        return state.ledger
+    }
+
+    /// Runs of at most ``runLength`` leaves, numbered from a multiple of it.
+    public func ledgerRuns(from: Int, _ body: (Int, UnsafeRawBufferPointer) throws(MsgError) -> Bool) throws(MsgError) {
+        let ledger = try ledger()
+        var first = max(0, from) / Self.runLength * Self.runLength
+        while first < ledger.count {
+            let end = min(first + Self.runLength, ledger.count)
+            let run = Array(ledger.leaves(first..<end))
+            var more = true
+            try run.withUnsafeBufferPointer { (b) throws(MsgError) in more = try body(first, UnsafeRawBufferPointer(b)) }
+            if !more { return }
+            first = end
+        }
+    }
+
+    public func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])? {
+        let ledger = try ledger()
+        guard index >= 0, index < ledger.count else { return nil }
+        let first = index / Self.runLength * Self.runLength
+        return (first, Array(ledger.leaves(first..<min(first + Self.runLength, ledger.count))))
+    }
+
+    /// The stored messages in FIFO order, then the removed ones as they were removed.
+    public func ledgerMessages(_ body: (EncodedMessage?, String, [Int]?) throws(MsgError) -> Bool) throws(MsgError) {
+        let ledger = try ledger()
+        for m in state.fifo() {
+            if try !body(EncodedMessage(m), m.id, ledger.rows[m.id]?.list) { return }
+        }
+        for (id, list) in ledger.removed {
+            if try !body(nil, id, list) { return }
+        }
+    }
+
+    /// The leaves a run of ``ledgerRuns(from:_:)`` holds at most.
+    static let runLength = 4_096
 }
 
 /// Registers the `json:` scheme.

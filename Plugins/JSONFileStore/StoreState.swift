@@ -10,6 +10,11 @@ struct StoreState {
     var offset = 0
     /// Lines in the file, live or dead (for the compaction rule).
     var lines = 0
+    /// The ledger the file's `$ledger` lines build (``JSONLedger``).
+    var ledger = JSONLedger()
+    /// A `$ledger` line read whose change has not been read yet, and where it starts
+    /// in the bytes being applied.
+    private var pending: (entry: JSONLedger.Entry, start: Int)?
 
     /// Every record in FIFO order, sorted once after each change and kept.
     mutating func fifo() -> [Message] {
@@ -33,37 +38,84 @@ struct StoreState {
         let reason: String
     }
 
-    /// Applies the complete lines of `bytes`, read at ``offset``.
-    /// - Returns: how many bytes were consumed (a last line without newline is not).
+    /// Applies the complete lines of `bytes`, read at ``offset``, each change with
+    /// the `$ledger` line before it.
+    /// - Returns: how many bytes were consumed: not a last line without newline,
+    ///   nor a `$ledger` line whose change is not after it (both a write cut short,
+    ///   or still to be finished by hand).
     /// - Throws: ``Damage`` for a complete line that is not a record.
     mutating func apply(_ bytes: [UInt8]) throws(Damage) -> Int {
         var start = 0
+        var consumed = 0
+        let first = lines
         try bytes.withUnsafeBufferPointer { (all) throws(Damage) in
             while let newline = all[start...].firstIndex(of: 0x0A) {
                 lines += 1
                 do throws(MsgError) {
-                    try applyLine(UnsafeBufferPointer(rebasing: all[start..<newline]))
+                    try applyLine(UnsafeBufferPointer(rebasing: all[start..<newline]), start: start)
                 } catch {
                     throw Damage(line: lines, reason: error.message)
                 }
                 start = newline + 1
+                if pending == nil { consumed = start }
             }
         }
-        offset += start
-        return start
+        if let p = pending {
+            // Read again, with its change, from its own line.
+            pending = nil
+            lines = first + bytes[..<p.start].filter { $0 == 0x0A }.count
+        }
+        offset += consumed
+        return consumed
     }
 
-    /// Applies a whole record line that lacks its newline, without moving ``offset``
-    /// past it: the next read sees it again, with whatever follows by then.
-    mutating func applyUnterminated(_ line: [UInt8]) throws(MsgError) {
-        try line.withUnsafeBufferPointer { (b) throws(MsgError) in try applyLine(b) }
+    /// Applies what follows ``offset`` when it is whole but for its last newline (a
+    /// record, or a `$ledger` line and its change), without moving ``offset`` past
+    /// it: the next read sees it again, with whatever follows by then.
+    /// - Returns: false when it is not whole (nothing was applied).
+    mutating func applyUnterminated(_ tail: [UInt8]) -> Bool {
+        guard let lines = Self.wholeLines(tail) else { return false }
+        var copy = self
+        do throws(MsgError) {
+            for line in lines { try line.withUnsafeBufferPointer { (b) throws(MsgError) in try copy.applyLine(b, start: 0) } }
+        } catch {
+            return false
+        }
+        guard copy.pending == nil else { return false }
+        self = copy
+        return true
     }
 
-    /// What one line holds: a record, or the id of a deletion.
+    /// The lines of a tail that lacks only its last newline, when they are whole: one
+    /// record, or a `$ledger` line and the change it names.
+    static func wholeLines(_ tail: [UInt8]) -> [[UInt8]]? {
+        let parts = tail.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
+        guard (1...2).contains(parts.count) else { return nil }
+        guard let last = try? parse(parts[parts.count - 1]) else { return nil }
+        if case .ledger = last { return nil }
+        if parts.count == 2 {
+            guard case .ledger(let e)? = try? parse(parts[0]), let id = e.id, last.changes == id else { return nil }
+        }
+        return parts
+    }
+
+    /// What one line holds: a record, the id of a deletion, a destination's state,
+    /// or the ledger's (``JSONLedger``).
     enum Line {
         case record(Message)
         case deleted(String)
         case destination(String, String?)
+        case ledger(JSONLedger.Entry)
+        case removed(String, [Int])
+
+        /// The message whose record the line changes, if it changes one.
+        var changes: String? {
+            switch self {
+            case .record(let m): return m.id
+            case .deleted(let id): return id
+            default: return nil
+            }
+        }
     }
 
     /// Reads one line (without its newline). - Throws: `corrupt` when it is neither.
@@ -75,6 +127,8 @@ struct StoreState {
         let value: JSONValue
         do throws(JSONParser.Failure) { value = try JSONParser.parse(line) } catch { throw MsgError(.corrupt, "invalid JSON: \(error)") }
         if let deleted = value["$deleted"]?.stringValue { return .deleted(deleted) }
+        if let leaves = value["$ledger"]?.stringValue { return .ledger(try JSONLedger.entry(value, hex: leaves)) }
+        if let id = value["$removed"]?.stringValue { return .removed(id, try JSONLedger.list(value["list"] ?? .null)) }
         if let key = value["$destination"]?.stringValue { return .destination(key, value["state"]?.stringValue) }
         do throws(MsgError) {
             return .record(try Message(json: value))
@@ -91,12 +145,29 @@ struct StoreState {
     /// Forgets the FIFO order after records changed.
     mutating func changed() { sorted = nil }
 
-    private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) {
-        sorted = nil
-        switch try Self.read(line) {
-        case .deleted(let id): records[id] = nil
+    /// Applies one line that starts at `start` in the bytes being applied. A
+    /// `$ledger` line that names a message waits for the next line, its change: the
+    /// two are applied together. A change without its `$ledger` line (written by
+    /// hand) is applied alone; it is in no leaf.
+    private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>, start: Int) throws(MsgError) {
+        let read = try Self.read(line)
+        if let p = pending {
+            // Its change, or another line: the entry is taken either way (an entry
+            // followed by another line was edited by hand).
+            pending = nil
+            try ledger.apply(p.entry)
+        }
+        switch read {
+        case .deleted(let id):
+            sorted = nil
+            records[id] = nil
         case .destination(let key, let state): destinations[key] = state
-        case .record(let m): records[m.id] = m
+        case .record(let m):
+            sorted = nil
+            records[m.id] = m
+        case .ledger(let e):
+            if e.id == nil { try ledger.apply(e) } else { pending = (e, start) }
+        case .removed(let id, let list): ledger.keepRemoved(id, list)
         }
     }
 }

@@ -1,16 +1,26 @@
 import MsgKit
 
 /// The changes of one store call, kept beside the records rather than in them
-/// until they are durable, and the lines that will make them so.
+/// until they are durable, in the order they were made: the store turns them into
+/// lines (``CommitLines``) with what each means for the ledger.
 struct Transaction {
+    /// One change, with what it replaced.
+    enum Op {
+        /// A record stored; `old` is the record it replaced (nil: stored anew).
+        case record(EncodedMessage, old: Message?)
+        /// A record deleted; `old` is the record it was.
+        case deleted(Message)
+        /// A destination's state set (nil: removed).
+        case destination(String, String?)
+    }
+
     private let base: [String: Message]
     /// The records changed (nil: deleted), by id.
     private(set) var overlay: [String: Message?] = [:]
-    /// The lines to append, one per change, in order.
-    private(set) var output = JSONWriter(capacity: 4096)
-    private(set) var lineCount = 0
     /// The destination states changed (nil: removed), by key.
     private(set) var destinations: [String: String?] = [:]
+    /// Every change, in order.
+    private(set) var ops: [Op] = []
 
     init(base: [String: Message]) { self.base = base }
 
@@ -23,44 +33,23 @@ struct Transaction {
         return base[id]
     }
 
-    /// Stores `m` (a record line).
-    mutating func set(_ m: Message) {
-        overlay[m.id] = .some(m)
-        m.write(to: &output)
-        output.raw("\n")
-        lineCount += 1
-    }
-
-    /// Stores an already encoded record (a record line).
+    /// Stores an encoded record, over the one with its id if there is one.
     mutating func set(_ r: EncodedMessage) {
-        overlay[r.message.id] = .some(r.message)
-        output.bytes.append(contentsOf: r.json)
-        output.raw("\n")
-        lineCount += 1
+        let id = r.message.id
+        ops.append(.record(r, old: get(id)))
+        overlay[id] = .some(r.message)
     }
 
-    /// Sets or removes the state of destination `key` (a `$destination` line).
+    /// Sets or removes the state of destination `key`.
     mutating func setDestination(_ key: String, _ state: String?) {
         destinations[key] = .some(state)
-        Self.writeDestination(key, state, to: &output)
-        lineCount += 1
+        ops.append(.destination(key, state))
     }
 
-    /// Writes a `$destination` line.
-    static func writeDestination(_ key: String, _ state: String?, to w: inout JSONWriter) {
-        w.raw("{\"$destination\":")
-        w.string(key)
-        w.raw(",\"state\":")
-        if let state { w.string(state) } else { w.raw("null") }
-        w.raw("}\n")
-    }
-
-    /// Deletes `id` (a `{"$deleted":ID}` line).
+    /// Deletes `id`, which this transaction sees stored.
     mutating func delete(_ id: String) {
+        guard let old = get(id) else { return }
+        ops.append(.deleted(old))
         overlay[id] = .some(nil)
-        output.raw("{\"$deleted\":")
-        output.string(id)
-        output.raw("}\n")
-        lineCount += 1
     }
 }

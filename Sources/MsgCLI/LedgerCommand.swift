@@ -117,7 +117,7 @@ struct LedgerVerifyCommand: SessionCommand {
 func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
     let store = try session.store(.read)
     guard let ledger = store.capabilities.ledger else {
-        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite: and postgres: stores do)")
+        throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite:, json: and postgres: stores do)")
     }
     return ledger
 }

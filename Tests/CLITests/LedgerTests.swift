@@ -4,6 +4,15 @@ import Testing
 /// `msg ledger` through the binary: a store changed behind msg's back, with the
 /// sqlite3 tool, is named by `msg ledger verify`, and one msg changed verifies.
 @Suite struct LedgerTests {
+    /// The stores that keep a ledger on this machine without a server: the default
+    /// SQLite one, and the JSON file (its leaves in its `$ledger` lines).
+    static let stores = ["sqlite", "json"]
+
+    /// The environment that names `store` (the default, SQLite, when empty).
+    static func env(_ store: String) -> [String: String] {
+        store == "json" ? ["MSG_STORE": "json:q.json"] : [:]
+    }
+
     /// Four messages to u1..u4, flushed to the mock (u3's fails), a key, a checkpoint,
     /// in the store `env` names (the default one when empty); the ids of u1..u4.
     static func store(_ s: Sandbox, env: [String: String] = [:]) throws -> [String] {
@@ -140,18 +149,18 @@ import Testing
 
     /// A flush killed at any of its points leaves a ledger that verifies, and so do
     /// the recover and flush that finish its work.
-    @Test(arguments: ["before-sending", "after-sending", "after-delivery", "after-sent"])
-    func aKilledFlushLeavesALedgerThatVerifies(point: String) throws {
-        let s = try Sandbox()
-        let made = try s.sh("seq 300 | awk '{printf \"{\\\"to\\\":\\\"u%d\\\",\\\"body\\\":\\\"m%d\\\"}\\n\", $1 % 7, $1}' | msg compose --enqueue | wc -l")
+    @Test(arguments: ["before-sending", "after-sending", "after-delivery", "after-sent"], Self.stores)
+    func aKilledFlushLeavesALedgerThatVerifies(point: String, store: String) throws {
+        let s = try Sandbox(), env = Self.env(store)
+        let made = try s.sh("seq 300 | awk '{printf \"{\\\"to\\\":\\\"u%d\\\",\\\"body\\\":\\\"m%d\\\"}\\n\", $1 % 7, $1}' | msg compose --enqueue | wc -l", env: env)
         #expect(made.out == "300\n", "\(made.err)")
         let r = try s.sh("""
             MSG_FAULT=\(point):150 msg flush --batch 32 --transport stdout: > /dev/null 3>/dev/null; echo "killed $?"
             msg ledger verify > /dev/null; echo "verify $?"
             msg recover --stale-after 0s > /dev/null; msg flush --transport stdout: > /dev/null 3>/dev/null
             msg ledger verify > /dev/null; echo "verify $?"; msg queue count --status sent
-            """)
-        #expect(r.lines == ["killed 137", "verify 0", "verify 0", "300"], "\(point): \(r.out) \(r.err)")
+            """, env: env)
+        #expect(r.lines == ["killed 137", "verify 0", "verify 0", "300"], "\(point), \(store): \(r.out) \(r.err)")
     }
 
     /// An export with its proof is checked with no store: the export, FILE.proof and
@@ -195,15 +204,15 @@ import Testing
 
     /// Two flushes and a writer at once: the store's writers take turns, so the leaves
     /// of each commit follow the last, and the log verifies.
-    @Test func concurrentWritersLeaveALedgerThatVerifies() throws {
-        let s = try Sandbox()
+    @Test(arguments: Self.stores) func concurrentWritersLeaveALedgerThatVerifies(store: String) throws {
+        let s = try Sandbox(), env = Self.env(store)
         let r = try s.sh("""
             seq 600 | awk '{printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"m%d\\"}\\n", $1 % 13, $1}' | msg compose --enqueue > /dev/null
             msg flush --batch 16 --transport stdout: > /dev/null 3>/dev/null & msg flush --batch 16 --transport stdout: > /dev/null 3>/dev/null &
             seq 200 | awk '{printf "{\\"to\\":\\"v%d\\",\\"body\\":\\"n%d\\"}\\n", $1 % 5, $1}' | msg compose --enqueue > /dev/null
             wait; msg flush --transport stdout: > /dev/null 3>/dev/null
             msg ledger verify; echo "verify $?"; msg queue count --status sent
-            """)
+            """, env: env)
         #expect(r.lines.suffix(2) == ["verify 0", "800"], "\(r.out) \(r.err)")
         #expect(r.lines.first?.contains(#""messages":800,"removed":0,"before_ledger":0"#) == true, "\(r.out)")
     }
@@ -212,8 +221,8 @@ import Testing
     /// grows it (it did change something): a failure, a dead message, hold, release,
     /// an edit of the body and of the recipient, retry, a redrive, a receipt, a
     /// killed flush and its recovery, a removal and a purge.
-    @Test func everyCommandThatChangesMessagesKeepsTheLedgerWhole() throws {
-        let s = try Sandbox()
+    @Test(arguments: Self.stores) func everyCommandThatChangesMessagesKeepsTheLedgerWhole(store: String) throws {
+        let s = try Sandbox(), env = Self.env(store)
         let r = try s.sh("""
             v() { size=$(msg ledger verify 2> v.err | sed 's/.*"size":\\([0-9]*\\).*/\\1/'); echo "$1 ${size:-failed}"; head -1 v.err; }
             id() { msg queue ls --to "$1" | cut -c8-43; }
@@ -233,12 +242,36 @@ import Testing
             msg queue rm $(id u6) > /dev/null 2>&1; v removed
             msg queue purge --status sent,delivered,dead --older-than 0s > /dev/null 2>&1; v purged
             msg queue ls --history --to u44 | grep -c '"event":"edited"'
-            """)
+            """, env: env)
         let steps = r.lines.dropLast()
         let sizes = steps.compactMap { Int($0.split(separator: " ").last ?? "") }
         #expect(sizes.count == 15 && steps.count == 15, "every step verifies: \(r.out) \(r.err)")
         #expect(zip(sizes, sizes.dropFirst()).allSatisfy { $0 < $1 }, "every step wrote leaves: \(r.out)")
         #expect(r.lines.last == "0", "u44 was sent and purged with its edits: \(r.out)")
+    }
+
+    /// A JSON store edited by hand: a body rewritten in its line, and a record line
+    /// added without its `$ledger` line, are each named; a store written before
+    /// msg kept a ledger in it says so until a command that writes begins one.
+    @Test func aJSONStoreEditedByHandIsNamed() throws {
+        let s = try Sandbox(), env = Self.env("json")
+        let r = try s.sh("""
+            for i in 1 2 3; do msg compose --to u$i --body "hello $i" --enqueue > /dev/null; done
+            msg flush --transport stdout: > /dev/null 3>/dev/null; cp q.json kept
+            msg ledger verify > /dev/null; echo "verify $?"
+            sed -i 's/hello 2/hellO 2/' q.json; msg ledger verify 2>&1 >/dev/null | grep -c 'error content-changed'
+            cp kept q.json; grep -v '^{"[$]' kept | head -1 | sed 's/01/02/' >> q.json
+            msg ledger verify 2>&1 >/dev/null | grep -c 'error message-unledgered'
+            grep -v '^{"[$]' kept > q.json; msg ledger verify 2>&1; echo "verify $?"
+            msg recover > /dev/null; msg ledger verify; echo "verify $?"
+            """, env: env)
+        let lines = r.lines
+        #expect(lines.count == 7, "\(r.out) \(r.err)")
+        guard lines.count == 7 else { return }
+        #expect(Array(lines[0..<3]) == ["verify 0", "1", "1"], "verify, a body rewritten, a record added: \(r.out)")
+        #expect(lines[3].contains("holds 3 messages from before its ledger began; a command that writes, such as msg recover, begins it"), "\(r.out)")
+        #expect(lines[4] == "verify 74" && lines[6] == "verify 0", "\(r.out)")
+        #expect(lines[5].contains(#""messages":3,"removed":0,"before_ledger":3"#), "\(r.out)")
     }
 
     /// A store found damaged is set aside and what still reads is carried into a new

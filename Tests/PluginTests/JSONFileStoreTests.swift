@@ -70,7 +70,110 @@ import Testing
         #expect(try again.count(Query()) == 3)
         #expect(try again.get(Fixtures.message(2).id)?.message == Fixtures.message(2))
         #expect(listDirectory(dir).filter { $0.contains(".torn-") || $0.contains(".corrupt-") }.isEmpty)
-        #expect(try readFile(path).filter { $0 == 0x0A }.count == 3, "one record per line")
+        #expect(try readFile(path).filter { $0 == 0x0A }.count == 5, "one record per line, each msg wrote after its $ledger line")
+        // The one added by hand is in no leaf: `msg ledger verify` names it.
+        let ledger = try #require(again.capabilities.ledger)
+        var lists: [String: [Int]?] = [:]
+        try ledger.ledgerMessages { (_, id, list) throws(MsgError) in lists[id] = list; return true }
+        #expect(lists[Fixtures.message(2).id] == .some(nil) && lists[Fixtures.message(3).id]??.count == 1, "\(lists)")
+    }
+
+    /// Each change is written after its `$ledger` line: a crash between the two
+    /// leaves a `$ledger` line whose change is not there. A reader does not take
+    /// it; the next writer sets it aside with what follows, as a torn last line.
+    @Test(arguments: [false, true]) func aLedgerLineWhoseChangeWasCutOffIsSetAsideWithIt(halfARecord: Bool) throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/q.json"
+        _ = try loader.openStore("json:\(path)").add([Fixtures.message(1), Fixtures.message(2)])
+        let lines = try readFile(path).split(separator: 0x0A)
+        #expect(lines.count == 4, "two pairs")
+        // A third change cut after its `$ledger` line (and half its record).
+        let cut = Array(lines[2]) + [0x0A] + (halfARecord ? Array(Fixtures.message(3).jsonText().utf8.prefix(40)) : [])
+        try append(path, cut)
+        let reader = try loader.openStore("json:\(path)", access: .read)
+        #expect(try reader.count(Query()) == 2)
+        #expect(try reader.capabilities.ledger?.ledgerSize() == 2, "its leaves are not taken")
+        #expect(listDirectory(dir).filter { $0.contains(".torn-") }.isEmpty, "a reader changes nothing")
+        _ = try loader.openStore("json:\(path)").add([Fixtures.message(4)])
+        let kept = listDirectory(dir).filter { $0.hasPrefix("q.json.torn-") }
+        #expect(kept.count == 1, "\(listDirectory(dir))")
+        #expect(try kept.first.map { try readFile("\(dir)/\($0)") } == cut, "the cut bytes are kept as they were")
+        let again = try loader.openStore("json:\(path)", access: .read)
+        let ledger = try #require(again.capabilities.ledger)
+        var leaves = 0
+        try ledger.ledgerRuns(from: 0) { (_, b) throws(MsgError) in
+            var at = 0
+            while at < b.count, let (_, end) = LedgerLeaf.read(b, at: at) { leaves += 1; at = end }
+            return true
+        }
+        var lists: [[Int]?] = []
+        try ledger.ledgerMessages { (_, _, list) throws(MsgError) in lists.append(list); return true }
+        let size = try ledger.ledgerSize(), count = try again.count(Query())
+        #expect(leaves == 3 && size == 3 && count == 3, "one leaf a message")
+        #expect(lists.compactMap { $0 }.flatMap { $0 }.sorted() == [0, 1, 2], "each its own: \(lists)")
+    }
+
+    /// The ledger is carried whole across compaction: the same leaves, each message
+    /// its same list, the removed ones kept.
+    @Test func compactionKeepsTheLedgerWhole() throws {
+        let path = "\(temporaryDirectory())/q.json"
+        let store = try loader.openStore("json:\(path)")
+        _ = try store.add((0..<30).map { Fixtures.message($0) })
+        _ = try store.remove([Removal(id: Fixtures.message(0).id)])
+        let ledger = try #require(store.capabilities.ledger)
+        func snapshot() throws -> (bytes: [UInt8], lists: [String], size: Int) {
+            var bytes: [UInt8] = [], lists: [String] = []
+            try ledger.ledgerRuns(from: 0) { (_, b) throws(MsgError) in bytes += Array(b); return true }
+            try ledger.ledgerMessages { (_, id, list) throws(MsgError) in lists.append("\(id) \(list ?? [])"); return true }
+            return (bytes, lists.sorted(), try ledger.ledgerSize())
+        }
+        var before = try snapshot()
+        let linesBefore = try readFile(path).filter { $0 == 0x0A }.count
+        for round in 0..<4 {
+            for i in 1..<30 {
+                var m = try #require(try store.get(Fixtures.message(i).id)).message
+                try m.transition(to: .held, event: "held", at: Fixtures.t0.adding(.seconds(Int64(round * 2 + 1))))
+                _ = try store.update([Change(m, expected: .queued)])
+                try m.transition(to: .queued, event: "released", at: Fixtures.t0.adding(.seconds(Int64(round * 2 + 2))))
+                _ = try store.update([Change(m, expected: .held)])
+            }
+        }
+        let after = try snapshot()
+        #expect(after.size == before.size + 4 * 2 * 29, "one leaf a change")
+        #expect(Array(after.bytes.prefix(before.bytes.count)) == before.bytes, "the leaves before are as they were")
+        #expect(try readFile(path).filter { $0 == 0x0A }.count < linesBefore + 4 * 2 * 29 * 2, "the file was compacted")
+        // Read afresh from the compacted file: the same ledger.
+        before = after
+        let fresh = try #require(try loader.openStore("json:\(path)", access: .read).capabilities.ledger)
+        var bytes: [UInt8] = []
+        try fresh.ledgerRuns(from: 0) { (_, b) throws(MsgError) in bytes += Array(b); return true }
+        var lists: [String] = []
+        try fresh.ledgerMessages { (_, id, list) throws(MsgError) in lists.append("\(id) \(list ?? [])"); return true }
+        #expect(bytes == before.bytes && lists.sorted() == before.lists)
+        #expect(lists.contains { $0.hasPrefix(Fixtures.message(0).id) }, "the removed one is kept")
+    }
+
+    /// A store written before msg kept a ledger in it begins one at its first
+    /// write, with a `began` leaf that counts the messages it held; until then
+    /// its ledger cannot be read.
+    @Test func aStoreFromBeforeTheLedgerBeginsItAtItsFirstWrite() throws {
+        let path = "\(temporaryDirectory())/q.json"
+        let old = (0..<3).map { Fixtures.message($0) }.map { $0.jsonText() + "\n" }.joined()
+        close(open(path, O_WRONLY | O_CREAT, 0o600))
+        try append(path, Array(old.utf8))
+        let reader = try loader.openStore("json:\(path)", access: .read)
+        #expect(throws: MsgError.self) { try reader.capabilities.ledger?.ledgerSize() }
+        let writer = try loader.openStore("json:\(path)")
+        _ = try writer.update([])  // no change: nothing is written
+        _ = try writer.claimSession { _ in () }
+        let ledger = try #require(writer.capabilities.ledger)
+        #expect(try ledger.ledgerSize() == 1)
+        let run = try #require(try ledger.ledgerRun(holding: 0))
+        let began = try run.bytes.withUnsafeBytes { b in try #require(LedgerLeaf.read(b, at: 0)).leaf }
+        #expect(began == (try LedgerLeaf.began(3)), "it counts the three messages before it")
+        var lists: [[Int]?] = []
+        try ledger.ledgerMessages { (_, _, list) throws(MsgError) in lists.append(list); return true }
+        #expect(lists == [nil, nil, nil], "those three are in no leaf until they change")
     }
 
     @Test func aLinkPlantedAtTheLockIsNotFollowed() throws {
@@ -99,7 +202,8 @@ import Testing
             Issue.record("a write to a damaged file succeeded")
         } catch {
             #expect(error.code == .corrupt)
-            #expect(error.message.contains("line 2") && error.message.contains("moved to"))
+            // Line 1 is the record's `$ledger` line, 2 the record.
+            #expect(error.message.contains("line 3") && error.message.contains("moved to"))
         }
         #expect(store.setAside().count == 1, "the store names the file it set aside")
         let aside = try #require(listDirectory(dir).first { $0.hasPrefix("q.json.corrupt-") })

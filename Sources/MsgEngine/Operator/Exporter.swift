@@ -43,7 +43,7 @@ public struct Exporter {
             return try export(progress, ids: &none)
         }
         guard let ledger = store.capabilities.ledger else {
-            throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite: and postgres: stores do)")
+            throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite:, json: and postgres: stores do)")
         }
         // The records and the ledger they are proven in, read in one snapshot.
         return try ledger.ledgerRead { () throws(MsgError) -> Int in

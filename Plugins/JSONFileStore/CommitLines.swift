@@ -1,0 +1,112 @@
+import MsgKit
+
+/// The lines of one commit: each change of a ``Transaction`` after its `$ledger`
+/// line (``JSONLedger``), whose leaves and row facts the recorder chose
+/// (``ChangeRecorder``: the store decides none of it), written in one `write`.
+struct CommitLines {
+    /// The lines, each with its newline.
+    private(set) var output = JSONWriter(capacity: 4096)
+    private(set) var lineCount = 0
+    /// The `$ledger` entries written, in order: the in-memory ledger takes them once
+    /// the lines are durable.
+    private(set) var entries: [JSONLedger.Entry] = []
+
+    /// The lines of `ops`, made against `ledger` as it is and the `stored` records
+    /// there are: a store that held messages before its ledger began starts it
+    /// with a `began` leaf that counts them.
+    /// - Throws: `unavailable` when libcrypto cannot be loaded to hash the leaves.
+    init(_ ops: [Transaction.Op], ledger: JSONLedger, stored: Int) throws(MsgError) {
+        var inserted: [EncodedMessage] = [], replaced: [EncodedMessage] = []
+        for case .record(let r, let old) in ops {
+            if old == nil { inserted.append(r) } else { replaced.append(r) }
+        }
+        // Made beforehand where `queue add` did (on its reading thread), else here on all cores.
+        let insertPreps = LedgerPrep.batch(inserted, stored: true), replacePreps = LedgerPrep.batch(replaced, stored: false)
+        var recorder = ChangeRecorder()
+        var rows: [String: RowLedger?] = [:]
+        var made: [Range<Int>] = []
+        var nextInsert = 0, nextReplace = 0
+        func facts(_ old: Message) -> StoredFacts {
+            let row: (entries: Int, print: Int64)?
+            if let seen = rows[old.id] { row = seen.map { ($0.entries, $0.contentPrint) } } else { row = ledger.rows[old.id].map { ($0.entries, $0.print) } }
+            return StoredFacts(id: old.id, status: old.status.rawValue, recipient: old.to, createdAt: old.createdAt,
+                               ledgerEntries: row?.entries ?? -1, contentPrint: row?.print ?? 0)
+        }
+        var rowOf: [RowLedger?] = []
+        for op in ops {
+            switch op {
+            case .record(let r, let old):
+                let m = r.message
+                let row: RowLedger
+                if let old {
+                    row = try recorder.updated(r, m, from: facts(old), prep: replacePreps[nextReplace])
+                    nextReplace += 1
+                } else {
+                    row = try recorder.inserted(r, m, prep: insertPreps[nextInsert])
+                    nextInsert += 1
+                }
+                rows[m.id] = .some(row)
+                rowOf.append(row)
+                made.append(row.leaves)
+            case .deleted(let old):
+                made.append(try recorder.removed(facts(old)))
+                rows[old.id] = .some(nil)
+                rowOf.append(nil)
+            case .destination:
+                recorder.wroteStates()
+                made.append(0..<0)
+                rowOf.append(nil)
+            }
+        }
+        let effects = recorder.take()
+        // Where each of the commit's leaves starts in its bytes.
+        var starts: [Int] = [0]
+        effects.leaves.withUnsafeBytes { raw in
+            var at = 0
+            while at < raw.count, let (_, end) = LedgerLeaf.read(raw, at: at) {
+                starts.append(end)
+                at = end
+            }
+        }
+        if !ledger.began && stored > 0 {
+            var began: [UInt8] = []
+            try LedgerLeaf.began(stored).write(to: &began)
+            add(JSONLedger.Entry(leaves: began))
+        }
+        for (i, op) in ops.enumerated() {
+            let leaves = Array(effects.leaves[starts[made[i].lowerBound]..<starts[made[i].upperBound]])
+            switch op {
+            case .record(let r, _):
+                guard let row = rowOf[i] else { continue }  // every record has its row
+                add(JSONLedger.Entry(leaves: leaves, id: r.message.id, entries: row.entries, print: row.contentPrint))
+                output.bytes.append(contentsOf: r.json)
+                output.raw("\n")
+                lineCount += 1
+            case .deleted(let old):
+                add(JSONLedger.Entry(leaves: leaves, id: old.id, isRemoval: true))
+                output.raw("{\"$deleted\":")
+                output.string(old.id)
+                output.raw("}\n")
+                lineCount += 1
+            case .destination(let key, let state):
+                Self.writeDestination(key, state, to: &output)
+                lineCount += 1
+            }
+        }
+    }
+
+    private mutating func add(_ e: JSONLedger.Entry) {
+        JSONLedger.write(e, to: &output)
+        entries.append(e)
+        lineCount += 1
+    }
+
+    /// Writes a `$destination` line.
+    static func writeDestination(_ key: String, _ state: String?, to w: inout JSONWriter) {
+        w.raw("{\"$destination\":")
+        w.string(key)
+        w.raw(",\"state\":")
+        if let state { w.string(state) } else { w.raw("null") }
+        w.raw("}\n")
+    }
+}

@@ -1,0 +1,209 @@
+import MsgKit
+
+/// The JSON store's ledger (msg-ledger(1), ``LedgerStore``), as its file's
+/// `$ledger` and `$removed` lines build it, held in memory with the queue.
+///
+/// Each change msg writes is two lines, a `$ledger` line and then the line of the
+/// change (the record, or `{"$deleted":ID}`):
+///
+///     {"$ledger":"HEX","id":ID,"entries":N,"print":P}
+///     {"id":ID,...the record...}
+///
+/// `HEX` is the change's leaves as ``LedgerLeaf/write(to:)`` keeps them, numbered
+/// after the ledger's last in the order of the file; `entries` and `print` are
+/// what the recorder (``ChangeRecorder``) chooses the message's next leaves from.
+/// A removal's `$ledger` line says `"removed":true`. A `$ledger` line without `id`
+/// (the ledger's start in a store that held messages before it; a compacted
+/// file's leaves) stands alone. A compacted file gives each message its whole list
+/// (`"list":[N,...]`) and each removed message a `{"$removed":ID,"list":[...]}` line.
+///
+/// The pair is the unit a crash can cut: a `$ledger` line whose change is not
+/// after it is a write cut short, set aside with it (``StoreState``). The change
+/// of a line written by hand, without its `$ledger` line, is in no leaf, and
+/// `msg ledger verify` names it.
+struct JSONLedger {
+    /// What the ledger holds of a stored message.
+    struct Row: Equatable {
+        /// How many of its history entries its leaves hold (``StoredFacts/ledgerEntries``).
+        var entries: Int
+        /// Its content's fingerprint (``StoredFacts/contentPrint``).
+        var print: Int64
+        /// The numbers of its leaves, in order.
+        var list: [Int]
+    }
+
+    /// Whether the file has a ledger (a `$ledger` or `$removed` line was read or written).
+    private(set) var began = false
+    /// Every leaf, one after another.
+    private(set) var bytes: [UInt8] = []
+    /// Where each leaf starts in ``bytes``, and where the last ends.
+    private(set) var offsets: [Int] = [0]
+    /// The stored messages' rows, by id (none: stored before the ledger, or by hand).
+    private(set) var rows: [String: Row] = [:]
+    /// The removed messages' leaves, in the order they were removed.
+    private(set) var removed: [(id: String, list: [Int])] = []
+
+    /// How many leaves it holds.
+    var count: Int { offsets.count - 1 }
+
+    /// A `$ledger` line: leaves, and what they mean for the message the next line changes.
+    struct Entry: Equatable {
+        var leaves: [UInt8]
+        /// The message the next line changes; nil: the leaves stand alone.
+        var id: String?
+        var entries = -1
+        var print: Int64 = 0
+        /// The message's whole list (a compacted file); nil: its list and these leaves.
+        var list: [Int]?
+        /// The next line removes the message: its list goes to the removed ones.
+        var isRemoval = false
+    }
+
+    /// Adds an entry's leaves and what it says of its message.
+    /// - Throws: `corrupt` when its bytes are not whole leaves.
+    mutating func apply(_ e: Entry) throws(MsgError) {
+        began = true
+        let first = count
+        let base = bytes.count
+        var ends: [Int] = []
+        let whole = e.leaves.withUnsafeBytes { raw in
+            var at = 0
+            while at < raw.count {
+                guard let (_, end) = LedgerLeaf.read(raw, at: at) else { return false }
+                ends.append(base + end)
+                at = end
+            }
+            return true
+        }
+        guard whole else { throw MsgError(.corrupt, "a $ledger line holds bytes that are not whole leaves") }
+        offsets.append(contentsOf: ends)
+        bytes.append(contentsOf: e.leaves)
+        guard let id = e.id else { return }
+        let new = Array(first..<count)
+        if e.isRemoval {
+            removed.append((id, (rows[id]?.list ?? []) + new))
+            rows[id] = nil
+            return
+        }
+        rows[id] = Row(entries: e.entries, print: e.print, list: e.list ?? ((rows[id]?.list ?? []) + new))
+    }
+
+    /// A removed message's whole list (a `$removed` line of a compacted file).
+    mutating func keepRemoved(_ id: String, _ list: [Int]) {
+        began = true
+        removed.append((id, list))
+    }
+
+    /// The leaves numbered `range`, as they are kept.
+    func leaves(_ range: Range<Int>) -> ArraySlice<UInt8> {
+        bytes[offsets[range.lowerBound]..<offsets[range.upperBound]]
+    }
+
+    // MARK: Lines
+
+    /// Writes `e` as its `$ledger` line, newline included.
+    static func write(_ e: Entry, to w: inout JSONWriter) {
+        w.raw("{\"$ledger\":\"")
+        Hex.write(e.leaves, to: &w.bytes)
+        w.raw("\"")
+        if let id = e.id {
+            w.raw(",\"id\":")
+            w.string(id)
+            if e.isRemoval {
+                w.raw(",\"removed\":true")
+            } else {
+                w.raw(",\"entries\":")
+                w.int(e.entries)
+                w.raw(",\"print\":")
+                w.int(Int(e.print))
+            }
+            if let list = e.list { writeList(list, to: &w) }
+        }
+        w.raw("}\n")
+    }
+
+    /// Writes a removed message's `$removed` line, newline included.
+    static func writeRemoved(_ id: String, _ list: [Int], to w: inout JSONWriter) {
+        w.raw("{\"$removed\":")
+        w.string(id)
+        writeList(list, to: &w)
+        w.raw("}\n")
+    }
+
+    private static func writeList(_ list: [Int], to w: inout JSONWriter) {
+        w.raw(",\"list\":[")
+        for (i, n) in list.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.int(n)
+        }
+        w.raw("]")
+    }
+
+    /// The entry of a parsed `$ledger` line. - Throws: `corrupt` when it is not one.
+    static func entry(_ value: JSONValue, hex: String) throws(MsgError) -> Entry {
+        guard let leaves = Hex.decode(hex) else { throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal") }
+        var e = Entry(leaves: leaves)
+        guard let id = value["id"] else { return e }
+        guard let id = id.stringValue else { throw MsgError(.corrupt, "a $ledger line whose id is not a string") }
+        e.id = id
+        e.list = try value["list"].map { (v) throws(MsgError) in try list(v) }
+        if case .bool(true)? = value["removed"] {
+            e.isRemoval = true
+            return e
+        }
+        guard let entries = value["entries"]?.intValue, let print = value["print"]?.intValue else {
+            throw MsgError(.corrupt, "a $ledger line without entries and print")
+        }
+        e.entries = entries
+        e.print = Int64(print)
+        return e
+    }
+
+    /// A `list` of leaf numbers. - Throws: `corrupt` when it is not one.
+    static func list(_ value: JSONValue) throws(MsgError) -> [Int] {
+        guard case .array(let items) = value else { throw MsgError(.corrupt, "a ledger list that is not an array") }
+        var out: [Int] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard let n = item.intValue, n >= 0 else { throw MsgError(.corrupt, "a ledger list of something other than leaf numbers") }
+            out.append(n)
+        }
+        return out
+    }
+}
+
+/// Lower-case hexadecimal, for the leaves of `$ledger` lines.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func write(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+    }
+
+    /// The bytes of `text`, or nil when it is not an even number of hex digits.
+    static func decode(_ text: String) -> [UInt8]? {
+        var text = text
+        return text.withUTF8 { u -> [UInt8]? in
+            guard u.count % 2 == 0 else { return nil }
+            var out = [UInt8](repeating: 0, count: u.count / 2)
+            for i in 0..<out.count {
+                guard let high = value(u[2 * i]), let low = value(u[2 * i + 1]) else { return nil }
+                out[i] = high << 4 | low
+            }
+            return out
+        }
+    }
+
+    private static func value(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
