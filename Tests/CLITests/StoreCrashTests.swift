@@ -62,10 +62,15 @@ let twentyThousand: String = {
             let missing = Set(acknowledged).subtracting(stored)
             #expect(missing.isEmpty, "round \(round), killed after \(killAfter): \(missing.count) acknowledged records lost, e.g. \(missing.prefix(3))")
             #expect(Set(stored).isSubset(of: inputIds), "round \(round): records from nowhere")
+            // Its ledger holds what it stored, however the write was cut.
+            if !none {
+                let verify = try s.sh("msg ledger verify --store '\(url)'")
+                #expect(verify.status == 0, "round \(round), killed after \(killAfter): \(verify.err)")
+            }
             // The store still takes writes after the crash (checked every fifth round).
             if round % 5 == 0 {
-                let again = try s.sh("msg queue add --store '\(url)' < in.ndjson | wc -l; msg queue count --store '\(url)'")
-                #expect(again.lines == ["20000", "20000"], "round \(round): \(again.err)")
+                let again = try s.sh("msg queue add --store '\(url)' < in.ndjson | wc -l; msg queue count --store '\(url)'; msg ledger verify --store '\(url)' > /dev/null; echo $?")
+                #expect(again.lines == ["20000", "20000", "0"], "round \(round): \(again.err)")
             }
         }
     }
