@@ -139,9 +139,40 @@ struct JSONLedger {
         w.raw("]")
     }
 
+    private static let prefix = Array(#"{"$ledger":""#.utf8)
+
+    /// The entry of a `$ledger` line as msg writes it, read without parsing its
+    /// leaves as a JSON string (half of a store's lines: their hex is most of the
+    /// file), or nil for another line.
+    /// - Throws: `corrupt` when it starts as one and is not one.
+    static func entry(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Entry? {
+        guard line.count > prefix.count, line.starts(with: prefix) else { return nil }
+        let hexStart = prefix.count
+        var end = hexStart
+        while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
+        guard end < line.count, let leaves = Hex.decode(UnsafeBufferPointer(rebasing: line[hexStart..<end])) else {
+            throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal")
+        }
+        // The rest, `,"id":…}` or `}`, read as the object `{"id":…}`.
+        var rest: [UInt8] = [UInt8(ascii: "{")]
+        rest.append(contentsOf: line[(end + 1)...].drop { $0 == UInt8(ascii: ",") })
+        let value: JSONValue
+        do throws(JSONParser.Failure) {
+            value = try rest.withUnsafeBufferPointer { (b) throws(JSONParser.Failure) in try JSONParser.parse(b) }
+        } catch {
+            throw MsgError(.corrupt, "invalid JSON: \(error)")
+        }
+        return try entry(value, leaves: leaves)
+    }
+
     /// The entry of a parsed `$ledger` line. - Throws: `corrupt` when it is not one.
     static func entry(_ value: JSONValue, hex: String) throws(MsgError) -> Entry {
-        guard let leaves = Hex.decode(hex) else { throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal") }
+        var hex = hex
+        guard let leaves = hex.withUTF8({ Hex.decode($0) }) else { throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal") }
+        return try entry(value, leaves: leaves)
+    }
+
+    private static func entry(_ value: JSONValue, leaves: [UInt8]) throws(MsgError) -> Entry {
         var e = Entry(leaves: leaves)
         guard let id = value["id"] else { return e }
         guard let id = id.stringValue else { throw MsgError(.corrupt, "a $ledger line whose id is not a string") }
@@ -184,18 +215,15 @@ enum Hex {
         }
     }
 
-    /// The bytes of `text`, or nil when it is not an even number of hex digits.
-    static func decode(_ text: String) -> [UInt8]? {
-        var text = text
-        return text.withUTF8 { u -> [UInt8]? in
-            guard u.count % 2 == 0 else { return nil }
-            var out = [UInt8](repeating: 0, count: u.count / 2)
-            for i in 0..<out.count {
-                guard let high = value(u[2 * i]), let low = value(u[2 * i + 1]) else { return nil }
-                out[i] = high << 4 | low
-            }
-            return out
+    /// The bytes of `u`, or nil when it is not an even number of hex digits.
+    static func decode(_ u: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard u.count % 2 == 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: u.count / 2)
+        for i in 0..<out.count {
+            guard let high = value(u[2 * i]), let low = value(u[2 * i + 1]) else { return nil }
+            out[i] = high << 4 | low
         }
+        return out
     }
 
     private static func value(_ c: UInt8) -> UInt8? {

@@ -124,6 +124,7 @@ struct StoreState {
     }
 
     private static func read(_ line: UnsafeBufferPointer<UInt8>) throws(MsgError) -> Line {
+        if let entry = try JSONLedger.entry(line) { return .ledger(entry) }
         let value: JSONValue
         do throws(JSONParser.Failure) { value = try JSONParser.parse(line) } catch { throw MsgError(.corrupt, "invalid JSON: \(error)") }
         if let deleted = value["$deleted"]?.stringValue { return .deleted(deleted) }

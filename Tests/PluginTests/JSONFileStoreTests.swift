@@ -113,6 +113,28 @@ import Testing
         #expect(lists.compactMap { $0 }.flatMap { $0 }.sorted() == [0, 1, 2], "each its own: \(lists)")
     }
 
+    /// A `$ledger` line is read alike as msg writes it (read without parsing its
+    /// hex as a JSON string) and reformatted by a tool (read as JSON).
+    @Test func aLedgerLineReadsAlikeAsWrittenAndReformatted() throws {
+        let dir = temporaryDirectory()
+        _ = try loader.openStore("json:\(dir)/a.json").add([Fixtures.message(1), Fixtures.message(2)])
+        let text = String(decoding: try readFile("\(dir)/a.json"), as: UTF8.self)
+        let spaced = text.replacingOccurrences(of: #"{"$ledger":""#, with: #"{ "$ledger" : ""#)
+            .replacingOccurrences(of: #","entries":"#, with: #", "entries": "#)
+        #expect(spaced != text)
+        close(open("\(dir)/b.json", O_WRONLY | O_CREAT, 0o600))
+        try append("\(dir)/b.json", Array(spaced.utf8))
+        func read(_ name: String) throws -> ([UInt8], [String]) {
+            let ledger = try #require(try loader.openStore("json:\(dir)/\(name)", access: .read).capabilities.ledger)
+            var bytes: [UInt8] = [], lists: [String] = []
+            try ledger.ledgerRuns(from: 0) { (_, b) throws(MsgError) in bytes += Array(b); return true }
+            try ledger.ledgerMessages { (_, id, list) throws(MsgError) in lists.append("\(id) \(list ?? [])"); return true }
+            return (bytes, lists)
+        }
+        let (a, b) = (try read("a.json"), try read("b.json"))
+        #expect(a.0.count > 0 && a.0 == b.0 && a.1 == b.1 && a.1.count == 2)
+    }
+
     /// The ledger is carried whole across compaction: the same leaves, each message
     /// its same list, the removed ones kept.
     @Test func compactionKeepsTheLedgerWhole() throws {
