@@ -104,7 +104,7 @@ struct JSONLedger {
     /// Writes `e` as its `$ledger` line, newline included.
     static func write(_ e: Entry, to w: inout JSONWriter) {
         w.raw("{\"$ledger\":\"")
-        Hex.write(e.leaves, to: &w.bytes)
+        w.bytes.append(contentsOf: Hex.encode(e.leaves).utf8)
         w.raw("\"")
         if let id = e.id {
             w.raw(",\"id\":")
@@ -150,7 +150,7 @@ struct JSONLedger {
         let hexStart = prefix.count
         var end = hexStart
         while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
-        guard end < line.count, let leaves = Hex.decode(UnsafeBufferPointer(rebasing: line[hexStart..<end])) else {
+        guard end < line.count, let leaves = Hex.decode(String(decoding: UnsafeBufferPointer(rebasing: line[hexStart..<end]), as: UTF8.self)) else {
             throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal")
         }
         // The rest, `,"id":…}` or `}`, read as the object `{"id":…}`.
@@ -167,8 +167,7 @@ struct JSONLedger {
 
     /// The entry of a parsed `$ledger` line. - Throws: `corrupt` when it is not one.
     static func entry(_ value: JSONValue, hex: String) throws(MsgError) -> Entry {
-        var hex = hex
-        guard let leaves = hex.withUTF8({ Hex.decode($0) }) else { throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal") }
+        guard let leaves = Hex.decode(hex) else { throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal") }
         return try entry(value, leaves: leaves)
     }
 
@@ -200,38 +199,5 @@ struct JSONLedger {
             out.append(n)
         }
         return out
-    }
-}
-
-/// Lower-case hexadecimal, for the leaves of `$ledger` lines.
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    static func write(_ bytes: some Collection<UInt8>, to out: inout [UInt8]) {
-        out.reserveCapacity(out.count + bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-    }
-
-    /// The bytes of `u`, or nil when it is not an even number of hex digits.
-    static func decode(_ u: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-        guard u.count % 2 == 0 else { return nil }
-        var out = [UInt8](repeating: 0, count: u.count / 2)
-        for i in 0..<out.count {
-            guard let high = value(u[2 * i]), let low = value(u[2 * i + 1]) else { return nil }
-            out[i] = high << 4 | low
-        }
-        return out
-    }
-
-    private static func value(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }
