@@ -48,6 +48,7 @@ struct StoreState {
         var start = 0
         var consumed = 0
         let first = lines
+        pending = nil  // none is left from a read that met damage
         try bytes.withUnsafeBufferPointer { (all) throws(Damage) in
             while let newline = all[start...].firstIndex(of: 0x0A) {
                 lines += 1
