@@ -104,7 +104,7 @@ struct JSONLedger {
     /// Writes `e` as its `$ledger` line, newline included.
     static func write(_ e: Entry, to w: inout JSONWriter) {
         w.raw("{\"$ledger\":\"")
-        w.bytes.append(contentsOf: Hex.encode(e.leaves).utf8)
+        e.leaves.withUnsafeBufferPointer { Hex.write($0, to: &w.bytes) }
         w.raw("\"")
         if let id = e.id {
             w.raw(",\"id\":")
@@ -150,7 +150,7 @@ struct JSONLedger {
         let hexStart = prefix.count
         var end = hexStart
         while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
-        guard end < line.count, let leaves = Hex.decode(String(decoding: UnsafeBufferPointer(rebasing: line[hexStart..<end]), as: UTF8.self)) else {
+        guard end < line.count, let leaves = Hex.decode(UnsafeBufferPointer(rebasing: line[hexStart..<end])) else {
             throw MsgError(.corrupt, "a $ledger line whose leaves are not hexadecimal")
         }
         // The rest, `,"id":…}` or `}`, read as the object `{"id":…}`.

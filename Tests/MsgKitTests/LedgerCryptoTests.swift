@@ -161,3 +161,29 @@ import Testing
         #expect(throws: MsgError.self) { try LedgerCheckpoint(line: "not json", where: "x") }
     }
 }
+
+/// ``Hex``: every byte both ways, as a string and into bytes; a digit of either
+/// case; an odd length or a character that is no digit refused.
+@Suite struct HexTests {
+    @Test func everyByteRoundTrips() {
+        let all = (0...255).map { UInt8($0) }
+        var written: [UInt8] = [0x7B]
+        all.withUnsafeBufferPointer { Hex.write($0, to: &written) }
+        #expect(written.first == 0x7B && Array(written.dropFirst()) == Array(Hex.encode(all).utf8), "appended after what was there")
+        #expect(Hex.encode([0x00, 0x0F, 0xA5, 0xFF]) == "000fa5ff")
+        #expect(Hex.decode(Hex.encode(all)) == all)
+        let bytes = Array(written.dropFirst())
+        #expect(bytes.withUnsafeBufferPointer { Hex.decode($0) } == all)
+        #expect(Hex.decode("A5fF") == [0xA5, 0xFF])
+    }
+
+    @Test(arguments: ["abc", "0g", "zz", " 0", "0\u{00e9}", "\u{00e9}"]) func notHexIsRefused(text: String) {
+        #expect(Hex.decode(text) == nil)
+        #expect(Array(text.utf8).withUnsafeBufferPointer { Hex.decode($0) } == nil)
+    }
+
+    @Test func nothingIsNothing() {
+        #expect(Hex.decode("") == [])
+        #expect(Hex.encode([]) == "")
+    }
+}

@@ -46,16 +46,16 @@ public final class PluginRegistrar {
     /// record's leaf made when it is encoded (``EncodedMessage/init(_:preparingLedger:)``).
     /// 9.0: inbox plugins, an application's table of drafts (``DraftInbox``, a
     /// registry kind of its own); 9.1 an outcome's leaf made where it is spliced
-    /// (``EncodedMessage/preparingLedger(stored:)``).
+    /// (``EncodedMessage/preparingLedger(stored:)``); 9.2 ``Hex`` to and from bytes.
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 9
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 1
+    public static let abiMinor: UInt32 = 2
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 1 }
+    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 2 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.
