@@ -35,8 +35,9 @@ import Testing
     /// it: that test's read sees the end when its own child ends.
     ///
     /// The child's descriptors are compared by what they open, not by number: a
-    /// program just started may hold a file of its own for a moment (sleep's
-    /// setlocale reads the locale archive on descriptor 3), which is not a leak.
+    /// program just started holds files of its own for a moment (the loader's
+    /// cache and libraries, setlocale's locale files, each on descriptor 3), which
+    /// is not a leak.
     @Test func aChildHoldsNoOtherDescriptor() throws {
         let other = Pipe()  // not close-on-exec, as Foundation makes them
         let pipeFile = try FileManager.default.destinationOfSymbolicLink(
