@@ -15,23 +15,14 @@ final class Starts: Sendable {
     let list = Mutex<[ClaimPosition?]>([])
 }
 
-class StartNotingStore: Store {
-    let inner: any Store
+class StartNotingStore: ForwardingStore {
     let starts = Starts()
-    init(_ inner: any Store) { self.inner = inner }
 
-    func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
-    func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
-    func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
-    func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
-    func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
-    func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try inner.remove(removals) }
-    func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+    override func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try inner.claimSession { (session) throws(MsgError) -> R in try body(StartNotingSession(session, starts)) }
     }
-    func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
     /// The inner store's, but for where commits changed the queue.
-    var capabilities: StoreCapabilities {
+    override var capabilities: StoreCapabilities {
         var c = inner.capabilities
         c.floors = nil
         return c
@@ -46,24 +37,18 @@ final class FloorNotingStore: StartNotingStore {
     override var capabilities: StoreCapabilities { inner.capabilities }
 }
 
-final class StartNotingSession: ClaimSession {
-    let inner: any ClaimSession
+final class StartNotingSession: ForwardingClaimSession {
     let starts: Starts
     init(_ inner: any ClaimSession, _ starts: Starts) {
-        self.inner = inner
         self.starts = starts
+        super.init(inner)
     }
-    func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() }
-    func record(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.record(id) }
-    func hasStates() throws(MsgError) -> Bool { try inner.hasStates() }
-    func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try inner.states(keys) }
-    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
+    override func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
         starts.list.withLock { $0.append(position) }
         // Skipping is an optimisation a store may leave out: without it the claim
         // reads the messages of held destinations, and holds them itself.
         return try inner.candidates(query, after: position, skipping: [], limit: limit)
     }
-    func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] { try inner.store(changes, states: states) }
 }
 
 /// `flush --watch` keeps its scan from run to run. When another process commits, a

@@ -9,8 +9,7 @@ import Testing
 /// A SQLite store whose claims hold destinations as the PostgreSQL store's do
 /// (``DestinationLocks``), with what another claim would hold made up by the test:
 /// the claim's side of claims that run at once, without a server.
-final class LockingStore: Store {
-    let inner: any Store
+final class LockingStore: ForwardingStore {
     /// Keys another claim holds.
     var elsewhere: Set<String> = []
     /// The most keys one claim may hold.
@@ -22,8 +21,6 @@ final class LockingStore: Store {
     private var grants = 0
     /// Every call: the keys asked for, whether it waited, whether they were recipients.
     private(set) var reservations: [(keys: [String], wait: Bool, keysAreRecipients: Bool)] = []
-
-    init(_ inner: any Store) { self.inner = inner }
 
     func reserve(_ keys: [String], wait: Bool, keysAreRecipients: Bool, held: inout Int) -> Reservation {
         reservations.append((keys, wait, keysAreRecipients))
@@ -42,33 +39,25 @@ final class LockingStore: Store {
         return r
     }
 
-    func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
-    func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
-    func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
     /// The inner store's counts, listings and due index; no floors, watching or ledger.
-    var capabilities: StoreCapabilities {
+    override var capabilities: StoreCapabilities {
         let c = inner.capabilities
         return StoreCapabilities(counting: c.counting, textListing: c.textListing, dueIndex: c.dueIndex)
     }
-    func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
-    func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
-    func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try inner.remove(removals) }
-    func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+    override func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try inner.claimSession { (session) throws(MsgError) -> R in try body(LockingSession(session, self)) }
     }
-    func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
 }
 
 /// The inner store's session, with the made-up locks of ``LockingStore``.
-final class LockingSession: ClaimSession, DestinationLocks {
-    var locks: (any DestinationLocks)? { self }
-    let inner: any ClaimSession
+final class LockingSession: ForwardingClaimSession, DestinationLocks {
+    override var locks: (any DestinationLocks)? { self }
     let store: LockingStore
     var held = 0
 
     init(_ inner: any ClaimSession, _ store: LockingStore) {
-        self.inner = inner
         self.store = store
+        super.init(inner)
     }
 
     func reserve(_ keys: [String], wait: Bool, keysAreRecipients: Bool) throws(MsgError) -> Reservation {
@@ -76,14 +65,7 @@ final class LockingSession: ClaimSession, DestinationLocks {
     }
     /// Every record in flight, so the claim reads its destinations again only through
     /// the reservation (a store on which others claim at once cannot say "unchanged").
-    func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() ?? [] }
-    func record(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.record(id) }
-    func hasStates() throws(MsgError) -> Bool { try inner.hasStates() }
-    func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try inner.states(keys) }
-    func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
-        try inner.candidates(query, after: position, skipping: skipping, limit: limit)
-    }
-    func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] { try inner.store(changes, states: states) }
+    override func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() ?? [] }
 }
 
 /// The planner on a store where claims run at once: it holds each destination

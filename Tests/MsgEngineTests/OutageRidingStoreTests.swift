@@ -30,13 +30,12 @@ import Testing
     }
 
     /// A store whose first calls of each kind fail `unreachable`, as a server that restarts.
-    final class Flaky: Store {
-        let inner: any Store
+    final class Flaky: ForwardingStore {
         var failures: Int
         var calls: [String] = []
         init(_ inner: any Store, failing n: Int) {
-            self.inner = inner
             failures = n
+            super.init(inner)
         }
         func gate(_ what: String) throws(MsgError) {
             calls.append(what)
@@ -45,18 +44,17 @@ import Testing
                 throw MsgError(.unreachable, "\(what): the server closed the connection")
             }
         }
-        var capabilities: StoreCapabilities { inner.capabilities }
-        func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try gate("add"); return try inner.add(records) }
-        func get(_ id: String) throws(MsgError) -> EncodedMessage? { try gate("get"); return try inner.get(id) }
-        func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try gate("list"); try inner.list(query, body) }
-        func count(_ query: Query) throws(MsgError) -> Int { try gate("count"); return try inner.count(query) }
-        func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try gate("update"); return try inner.update(changes) }
-        func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try gate("remove"); return try inner.remove(removals) }
-        func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+        override func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try gate("add"); return try super.add(records) }
+        override func get(_ id: String) throws(MsgError) -> EncodedMessage? { try gate("get"); return try super.get(id) }
+        override func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try gate("list"); try super.list(query, body) }
+        override func count(_ query: Query) throws(MsgError) -> Int { try gate("count"); return try super.count(query) }
+        override func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try gate("update"); return try super.update(changes) }
+        override func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try gate("remove"); return try super.remove(removals) }
+        override func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
             try gate("claim")
-            return try inner.claimSession(body)
+            return try super.claimSession(body)
         }
-        func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try gate("states"); return try inner.destinationStates(keys) }
+        override func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try gate("states"); return try super.destinationStates(keys) }
     }
 
     @Test func writesAndReadsAreMadeAgainUntilTheyGoThrough() throws {
@@ -98,20 +96,10 @@ import Testing
     /// A store whose claims lose their connection at the commit while `failing` is
     /// above 0, after the planner has read and decided; `meanwhile` runs then (what
     /// another process does during the outage).
-    final class LosingCommits: Store {
-        let inner: any Store
+    final class LosingCommits: ForwardingStore {
         var failing = 0
         var meanwhile: () throws -> Void = {}
-        init(_ inner: any Store) { self.inner = inner }
-        var capabilities: StoreCapabilities { inner.capabilities }
-        func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] { try inner.add(records) }
-        func get(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.get(id) }
-        func list(_ query: Query, _ body: (EncodedMessage) throws(MsgError) -> Bool) throws(MsgError) { try inner.list(query, body) }
-        func count(_ query: Query) throws(MsgError) -> Int { try inner.count(query) }
-        func update(_ changes: [Change]) throws(MsgError) -> [Bool] { try inner.update(changes) }
-        func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] { try inner.remove(removals) }
-        func destinationStates(_ keys: Set<String>?) throws(MsgError) -> [String: String] { try inner.destinationStates(keys) }
-        func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
+        override func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
             do throws(MsgError) {
                 return try inner.claimSession { (session) throws(MsgError) -> R in try body(Session(session, self)) }
             } catch {
@@ -120,18 +108,13 @@ import Testing
             }
         }
 
-        final class Session: ClaimSession {
-            let inner: any ClaimSession
+        final class Session: ForwardingClaimSession {
             let owner: LosingCommits
-            init(_ inner: any ClaimSession, _ owner: LosingCommits) { (self.inner, self.owner) = (inner, owner) }
-            func inFlight() throws(MsgError) -> [InFlight]? { try inner.inFlight() }
-            func record(_ id: String) throws(MsgError) -> EncodedMessage? { try inner.record(id) }
-            func hasStates() throws(MsgError) -> Bool { try inner.hasStates() }
-            func states(_ keys: Set<String>) throws(MsgError) -> [String: String] { try inner.states(keys) }
-            func candidates(_ query: Query, after position: ClaimPosition?, skipping: Set<String>, limit: Int) throws(MsgError) -> [ClaimRow] {
-                try inner.candidates(query, after: position, skipping: skipping, limit: limit)
+            init(_ inner: any ClaimSession, _ owner: LosingCommits) {
+                self.owner = owner
+                super.init(inner)
             }
-            func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
+            override func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
                 if owner.failing > 0 {
                     owner.failing -= 1
                     throw MsgError(.unreachable, "the server closed the connection")
