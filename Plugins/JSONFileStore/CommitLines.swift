@@ -24,7 +24,8 @@ struct CommitLines {
         let insertPreps = LedgerPrep.batch(inserted, stored: true), replacePreps = LedgerPrep.batch(replaced, stored: false)
         var recorder = ChangeRecorder()
         var rows: [String: RowLedger?] = [:]
-        var made: [Range<Int>] = []
+        /// Per op, its leaves in the commit's run and, for a record, its row.
+        var made: [(leaves: Range<Int>, row: RowLedger?)] = []
         var nextInsert = 0, nextReplace = 0
         func facts(_ old: Message) -> StoredFacts {
             let row: (entries: Int, print: Int64)?
@@ -32,7 +33,6 @@ struct CommitLines {
             return StoredFacts(id: old.id, status: old.status.rawValue, recipient: old.to, createdAt: old.createdAt,
                                ledgerEntries: row?.entries ?? -1, contentPrint: row?.print ?? 0)
         }
-        var rowOf: [RowLedger?] = []
         for op in ops {
             switch op {
             case .record(let r, let old):
@@ -46,39 +46,28 @@ struct CommitLines {
                     nextInsert += 1
                 }
                 rows[m.id] = .some(row)
-                rowOf.append(row)
-                made.append(row.leaves)
+                made.append((row.leaves, row))
             case .deleted(let old):
-                made.append(try recorder.removed(facts(old)))
+                made.append((try recorder.removed(facts(old)), nil))
                 rows[old.id] = .some(nil)
-                rowOf.append(nil)
             case .destination:
                 recorder.wroteStates()
-                made.append(0..<0)
-                rowOf.append(nil)
+                made.append((0..<0, nil))
             }
         }
         let effects = recorder.take()
-        // Where each of the commit's leaves starts in its bytes.
-        var starts: [Int] = [0]
-        effects.leaves.withUnsafeBytes { raw in
-            var at = 0
-            while at < raw.count, let (_, end) = LedgerLeaf.read(raw, at: at) {
-                starts.append(end)
-                at = end
-            }
-        }
+        // Where each of the commit's leaves starts in its bytes (the recorder's own: whole).
+        let starts = [0] + (JSONLedger.ends(of: effects.leaves) ?? [])
         if !ledger.began && stored > 0 {
             var began: [UInt8] = []
             try LedgerLeaf.began(stored).write(to: &began)
             add(JSONLedger.Entry(leaves: began))
         }
-        for (i, op) in ops.enumerated() {
-            let leaves = Array(effects.leaves[starts[made[i].lowerBound]..<starts[made[i].upperBound]])
+        for (op, (range, row)) in zip(ops, made) {
+            let leaves = Array(effects.leaves[starts[range.lowerBound]..<starts[range.upperBound]])
             switch op {
             case .record(let r, _):
-                guard let row = rowOf[i] else { continue }  // every record has its row
-                add(JSONLedger.Entry(leaves: leaves, id: r.message.id, entries: row.entries, print: row.contentPrint))
+                add(JSONLedger.Entry(leaves: leaves, id: r.message.id, entries: row?.entries ?? -1, print: row?.contentPrint ?? 0))
                 output.bytes.append(contentsOf: r.json)
                 output.raw("\n")
                 lineCount += 1

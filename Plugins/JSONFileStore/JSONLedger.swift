@@ -64,19 +64,9 @@ struct JSONLedger {
     mutating func apply(_ e: Entry) throws(MsgError) {
         began = true
         let first = count
+        guard let ends = Self.ends(of: e.leaves) else { throw MsgError(.corrupt, "a $ledger line holds bytes that are not whole leaves") }
         let base = bytes.count
-        var ends: [Int] = []
-        let whole = e.leaves.withUnsafeBytes { raw in
-            var at = 0
-            while at < raw.count {
-                guard let (_, end) = LedgerLeaf.read(raw, at: at) else { return false }
-                ends.append(base + end)
-                at = end
-            }
-            return true
-        }
-        guard whole else { throw MsgError(.corrupt, "a $ledger line holds bytes that are not whole leaves") }
-        offsets.append(contentsOf: ends)
+        offsets.append(contentsOf: ends.map { base + $0 })
         bytes.append(contentsOf: e.leaves)
         guard let id = e.id else { return }
         let new = Array(first..<count)
@@ -86,6 +76,20 @@ struct JSONLedger {
             return
         }
         rows[id] = Row(entries: e.entries, print: e.print, list: e.list ?? ((rows[id]?.list ?? []) + new))
+    }
+
+    /// Where each leaf of `leaves` ends, in order; nil when they are not whole leaves.
+    static func ends(of leaves: [UInt8]) -> [Int]? {
+        leaves.withUnsafeBytes { raw in
+            var ends: [Int] = []
+            var at = 0
+            while at < raw.count {
+                guard let (_, end) = LedgerLeaf.read(raw, at: at) else { return nil }
+                ends.append(end)
+                at = end
+            }
+            return ends
+        }
     }
 
     /// A removed message's whole list (a `$removed` line of a compacted file).
