@@ -44,7 +44,6 @@ extension LedgerLeaf {
     /// (``content(_:_:)``) and the JSON array of those entries as msg writes it, each
     /// after its length. Hashed in parts, nothing copied: a record stored costs one.
     public static func stateHash(_ r: EncodedMessage, _ m: Message, entries: Int) throws(MsgError) -> Digest {
-        let head = prefix(.state, entries, m.id, capacity: 0)
         var (json, end) = (r.json, contentEnd(r.json))
         if end == nil {
             json = EncodedMessage(m).json
@@ -58,12 +57,6 @@ extension LedgerLeaf {
                 w.raw(","); w.string(member.key); w.raw(":"); w.value(member.value)
             }
             tail = w.bytes
-        }
-        var lengths: [UInt8] = []
-        append(UInt64(end), 4, to: &lengths)
-        append(UInt64(tail.count), 4, to: &lengths)
-        for t in [m.createdAt, m.notBefore, m.expiresAt] {
-            append(UInt64(bitPattern: t?.milliseconds ?? -1), 8, to: &lengths)
         }
         // The entries: as stored when all of them (the text msg wrote), else written.
         var array: [UInt8] = []
@@ -80,20 +73,43 @@ extension LedgerLeaf {
             array = w.bytes
         }
         let arrayCount = whole ? r.json.count - 1 - h : array.count
-        append(UInt64(arrayCount), 4, to: &lengths)
-        return try Digest.sha256 { add in
-            head.withUnsafeBytes(add)
-            lengths.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[0..<4])) }
-            json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
-            lengths.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[4..<8])) }
-            tail.withUnsafeBytes(add)
-            lengths.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[8..<36])) }
-            if whole {
-                r.json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[h..<(r.json.count - 1)])) }
-            } else {
-                array.withUnsafeBytes(add)
+        var id = m.id
+        // The numbers, big-endian, on the stack (a record stored costs no allocation
+        // here): the head (0, kind, n, the id's length) at 0..<14, then the lengths
+        // and times at 14..<50, each hashed in its place among the texts.
+        var fixed: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
+        let hashed = withUnsafeMutableBytes(of: &fixed) { b -> Result<Digest, MsgError> in
+            func put(_ v: UInt64, _ count: Int, at: Int) {
+                for i in 0..<count { b[at + i] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(count - 1 - i))) }
+            }
+            b[1] = Kind.state.rawValue
+            put(UInt64(entries), 8, at: 2)
+            put(UInt64(id.utf8.count), 4, at: 10)
+            put(UInt64(end), 4, at: 14)
+            put(UInt64(tail.count), 4, at: 18)
+            put(UInt64(bitPattern: m.createdAt.milliseconds), 8, at: 22)
+            put(UInt64(bitPattern: m.notBefore?.milliseconds ?? -1), 8, at: 30)
+            put(UInt64(bitPattern: m.expiresAt?.milliseconds ?? -1), 8, at: 38)
+            put(UInt64(arrayCount), 4, at: 46)
+            let fixed = UnsafeRawBufferPointer(b)
+            return Result { () throws(MsgError) in
+                try Digest.sha256 { add in
+                    add(UnsafeRawBufferPointer(rebasing: fixed[0..<14]))
+                    id.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+                    add(UnsafeRawBufferPointer(rebasing: fixed[14..<18]))
+                    json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
+                    add(UnsafeRawBufferPointer(rebasing: fixed[18..<22]))
+                    tail.withUnsafeBytes(add)
+                    add(UnsafeRawBufferPointer(rebasing: fixed[22..<50]))
+                    if whole {
+                        r.json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[h..<(r.json.count - 1)])) }
+                    } else {
+                        array.withUnsafeBytes(add)
+                    }
+                }
             }
         }
+        return try hashed.get()
     }
 
     /// The `entry` leaves of `r`'s history entries from `from` on.
