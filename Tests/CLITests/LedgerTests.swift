@@ -70,8 +70,8 @@ import Testing
          "u1: its content"),
         // A leaf whose kind byte says a format this msg does not know (a store built
         // for a newer msg): named as such, not as a change, and its message not replayed.
-        ("a leaf of a newer format", #"sqlite3 queue.sqlite "UPDATE ledger SET leaves = CASE substr(leaves, 1, 1) WHEN X'01' THEN X'11' WHEN X'02' THEN X'12' WHEN X'03' THEN X'13' ELSE X'14' END || substr(leaves, 2) WHERE first = 1""#,
-         "leaf 1 is in ledger format 2, which this msg (format 1) cannot check"),
+        ("a leaf of a newer format", #"sqlite3 queue.sqlite "UPDATE ledger SET leaves = CASE substr(leaves, 1, 1) WHEN X'01' THEN X'21' WHEN X'11' THEN X'21' WHEN X'02' THEN X'22' WHEN X'03' THEN X'23' WHEN X'13' THEN X'23' ELSE X'24' END || substr(leaves, 2) WHERE first = 1""#,
+         "leaf 1 is in ledger format 3, which this msg (format 2) cannot check"),
         // msg's own rules over the replay: a state written after delivery (the body
         // of a sent message rewritten, then a change through msg, which writes the
         // content it read as a new state), and a status its history does not end in.
@@ -145,6 +145,63 @@ import Testing
         // A removal then deleted from the list of the removed: its leaves are no one's.
         let gone = try s.sh("sqlite3 queue.sqlite \"DELETE FROM ledger_removed WHERE id = '\(ids[3])'\"; msg ledger verify; echo \"exit $?\"")
         #expect(gone.lines.last == "exit 65" && gone.err.contains("message \(ids[3]) was deleted outside msg"), "\(gone.out) \(gone.err)")
+    }
+
+    /// Python that rewrites every leaf of the store's ledger that keeps its id as a
+    /// UUID's 16 bytes (format 2) as an older msg kept it, the id as its text (format
+    /// 1), read by msg-ledger(1)'s description of the bytes; prints how many.
+    static let toFormatOne = #"""
+        python3 -c '
+        import sqlite3, uuid
+        db = sqlite3.connect("queue.sqlite")
+        def varint(b, i):
+            v, s = 0, 0
+            while True:
+                c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+                if c < 0x80: return v, i
+        def put(v):
+            out = bytearray()
+            while v >= 0x80: out.append(v & 0x7f | 0x80); v >>= 7
+            return bytes(out + bytes([v]))
+        changed = 0
+        for first, leaves in db.execute("SELECT first, leaves FROM ledger").fetchall():
+            out, i = bytearray(), 0
+            while i < len(leaves):
+                kind = leaves[i]; n, i = varint(leaves, i + 1); size, i = varint(leaves, i)
+                name = leaves[i:i + size]; i += size
+                if kind >> 4 == 1:
+                    kind, name, changed = kind & 15, str(uuid.UUID(bytes=bytes(name))).encode(), changed + 1
+                out += bytes([kind]) + put(n) + put(len(name)) + name + leaves[i:i + 32]; i += 32
+            db.execute("UPDATE ledger SET leaves = ? WHERE first = ?", (bytes(out), first))
+        db.commit(); print("format 1:", changed)'
+        """#
+
+    /// A store whose ledger an older msg wrote (every id as its text, format 1) still
+    /// verifies against the checkpoint it signed then: the format is how a leaf is
+    /// kept, not what it hashes. The leaves written after it name a UUID by its bytes.
+    @Test func aLedgerKeptInFormatOneVerifiesAndGrowsInFormatTwo() throws {
+        let s = try Sandbox()
+        let ids = try Self.store(s)
+        try #require(ids.count == 4)
+        let sizes = "sqlite3 queue.sqlite \"SELECT sum(length(leaves)) FROM ledger\""
+        let r = try s.sh("""
+            \(sizes)
+            \(Self.toFormatOne)
+            \(sizes)
+            msg ledger verify --checkpoint cp --pubkey k.pub
+            msg compose --to u5 --body five --enqueue > /dev/null
+            sqlite3 queue.sqlite "SELECT hex(substr(leaves, 1, 1)) FROM ledger ORDER BY first DESC LIMIT 1"
+            msg queue rm \(ids[3]) > /dev/null
+            msg ledger checkpoint --key k >> cp
+            msg ledger verify --checkpoint cp --pubkey k.pub
+            """)
+        #expect(r.status == 0, "\(r.err)")
+        try #require(r.lines.count == 6, "\(r.out) \(r.err)")
+        // The four state leaves of u1..u4: 20 bytes more each as text.
+        #expect(r.lines[1] == "format 1: 4" && Int(r.lines[2]) == Int(r.lines[0]).map { $0 + 80 }, "\(r.out)")
+        #expect(r.lines[3].contains(#""messages":4,"removed":0,"before_ledger":0,"checkpoints":1}"#), "\(r.out) \(r.err)")
+        #expect(r.lines[4] == "11", "u5's state leaf, written now, in format 2: \(r.out)")
+        #expect(r.lines[5].contains(#""messages":4,"removed":1,"before_ledger":0,"checkpoints":2}"#), "\(r.out) \(r.err)")
     }
 
     /// A flush killed at any of its points leaves a ledger that verifies, and so do

@@ -15,12 +15,15 @@
 ///
 /// A store keeps each leaf as `kind`, `n` (a varint), the id (its length as a
 /// varint; none for `entry`, whose message names it) and the hash: the numbers and
-/// id are what the check is told to compute from, and the hash it must get.
+/// id are what the check is told to compute from, and the hash it must get. Format
+/// 1 keeps the id as its text; format 2 (plugin ABI 9.3) keeps a UUID as its 16
+/// bytes, 20 fewer in each `state` and `removed` leaf, in the kind byte's high bits.
 public struct LedgerLeaf: Sendable, Equatable {
-    /// The leaf format this MsgKit writes and reads: a host meets leaves of a newer
-    /// format only when a store built against a newer MsgKit wrote them, and says so
-    /// instead of calling them changed (plugin ABI 8.0, which put the leaf here).
-    public static let formatVersion: UInt8 = 1
+    /// The newest leaf format this MsgKit writes and reads (it reads format 1 too):
+    /// a host meets leaves of a newer format only when a store built against a newer
+    /// MsgKit wrote them, and says so instead of calling them changed (plugin ABI
+    /// 8.0, which put the leaf here; format 2 came with 9.3).
+    public static let formatVersion: UInt8 = 2
 
     public enum Kind: UInt8, Sendable {
         /// The message's whole state: its content and its first `n` history entries.
@@ -39,9 +42,9 @@ public struct LedgerLeaf: Sendable, Equatable {
     }
 
     public var kind: Kind
-    /// The format it was made in (``formatVersion`` for every leaf this msg makes),
-    /// kept in the high four bits of the kind byte: format 1 leaves keep their kind
-    /// byte as it always was.
+    /// The format it is kept in (``formatVersion`` for every leaf this msg makes
+    /// that names a message by a UUID, else 1), in the high four bits of the kind
+    /// byte: format 1 leaves keep their kind byte as it always was.
     public var version: UInt8
     public var n: Int
     /// The message's id as kept (empty for an `entry`: its message names it).
@@ -50,21 +53,31 @@ public struct LedgerLeaf: Sendable, Equatable {
 
     public init(kind: Kind, version: UInt8 = LedgerLeaf.formatVersion, n: Int, id: String, hash: Digest) {
         self.kind = kind
-        self.version = version
+        // Format 2 keeps a UUID as its bytes: a leaf that names no message by one is
+        // kept, and read back, in format 1.
+        self.version = version == 2 && (kind == .entry || Self.uuidBytes(id) == nil) ? 1 : version
         self.n = n
         self.id = id
         self.hash = hash
     }
 
-    /// Appends the leaf as a store keeps it.
+    /// Appends the leaf as a store keeps it: in format 2 when it names a message
+    /// whose id is a UUID in canonical form (every id msg makes or takes), the id
+    /// kept as its 16 bytes, else in format 1, the id kept as its text. The hash is
+    /// the same in both: the format is how a leaf is kept, not what it proves.
     public func write(to out: inout [UInt8]) {
-        out.append(kindByte)
-        Self.varint(UInt64(n), to: &out)
-        if kind == .entry {
-            out.append(0)
-        } else {
-            var id = id
-            id.withUTF8 { u in
+        var id = kind == .entry ? "" : id
+        id.withUTF8 { u in
+            if version == 2, let uuid = UUIDText.bytes(u) {
+                out.append(kindByte)
+                Self.varint(UInt64(n), to: &out)
+                out.append(16)
+                withUnsafeBytes(of: uuid) { out.append(contentsOf: $0) }
+            } else {
+                // Its text: format 1 (an id changed after the leaf was made included),
+                // or the format it was read in.
+                out.append(version == 2 ? kind.rawValue : kindByte)
+                Self.varint(UInt64(n), to: &out)
                 Self.varint(UInt64(u.count), to: &out)
                 out.append(contentsOf: u)
             }
@@ -92,18 +105,27 @@ public struct LedgerLeaf: Sendable, Equatable {
         let version = bytes[at] >> 4 + 1
         at += 1
         guard let n = varint(), n < 1 << 62, let idLength = varint(), idLength <= bytes.count - at else { return nil }
-        let id = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[at..<(at + Int(idLength))]), as: UTF8.self)
+        let idBytes = UnsafeRawBufferPointer(rebasing: bytes[at..<(at + Int(idLength))])
+        let id: String
+        if version == 2 {
+            // Format 2: a UUID's 16 bytes.
+            guard idLength == 16 else { return nil }
+            id = UUIDText.format(idBytes)
+        } else {
+            id = String(decoding: idBytes, as: UTF8.self)
+        }
         at += Int(idLength)
         guard bytes.count - at >= 32 else { return nil }
         let hash = Digest(bytes.baseAddress! + at)
         return (LedgerLeaf(kind: kind, version: version, n: Int(n), id: id, hash: hash), at + 32)
     }
 
-    /// The first byte, kept and hashed: the kind, and the format above format 1.
+    /// The first byte as a leaf of format `version` is kept: the kind, and the
+    /// format above format 1 (the hash takes the kind alone).
     public var kindByte: UInt8 { kind.rawValue | (version &- 1) << 4 }
 
     /// Whether this MsgKit knows the format it was made in.
-    public var isKnownFormat: Bool { version == Self.formatVersion }
+    public var isKnownFormat: Bool { version >= 1 && version <= Self.formatVersion }
 
     public static func varint(_ v: UInt64, to out: inout [UInt8]) {
         var v = v
@@ -112,5 +134,10 @@ public struct LedgerLeaf: Sendable, Equatable {
             v >>= 7
         }
         out.append(UInt8(v))
+    }
+
+    private static func uuidBytes(_ id: String) -> (UInt64, UInt64)? {
+        var id = id
+        return id.withUTF8 { UUIDText.bytes($0) }
     }
 }

@@ -46,16 +46,18 @@ public final class PluginRegistrar {
     /// record's leaf made when it is encoded (``EncodedMessage/init(_:preparingLedger:)``).
     /// 9.0: inbox plugins, an application's table of drafts (``DraftInbox``, a
     /// registry kind of its own); 9.1 an outcome's leaf made where it is spliced
-    /// (``EncodedMessage/preparingLedger(stored:)``); 9.2 ``Hex`` to and from bytes.
+    /// (``EncodedMessage/preparingLedger(stored:)``); 9.2 ``Hex`` to and from bytes;
+    /// 9.3 ledger leaf format 2 (a UUID kept as its 16 bytes, ``LedgerLeaf``), which a
+    /// host of 9.2 would name a newer format, and ``UUIDText`` over bytes.
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 9
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 2
+    public static let abiMinor: UInt32 = 3
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 2 }
+    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 3 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.
