@@ -38,9 +38,7 @@ public struct EncodedMessage: Sendable, Equatable {
         let (json, offset) = RecordLayout.encode(message)
         self.json = json
         self.historyOffset = offset
-        let unprepared = Box(message)
-        let r = EncodedMessage(box: unprepared, json: json, historyOffset: offset)
-        self.box = Box(message, prep: LedgerPrep(r, stored: stored), stored: stored)
+        self.box = Box(message, prep: LedgerPrep(json, offset, message, stored: stored), stored: stored)
     }
 
     /// `record` with its life changed to `new`'s (status, attempts, times, error,
@@ -80,7 +78,8 @@ public struct EncodedMessage: Sendable, Equatable {
     /// and the store's ``LedgerPrep/batch(_:stored:)`` then hashes nothing.
     public func preparingLedger(stored: Bool) -> EncodedMessage {
         if box.prep != nil && box.stored == stored { return self }
-        return EncodedMessage(box: Box(box.message, prep: LedgerPrep(self, stored: stored), stored: stored),
+        let m = box.message
+        return EncodedMessage(box: Box(m, prep: LedgerPrep(json, historyOffset, m, stored: stored), stored: stored),
                               json: json, historyOffset: historyOffset)
     }
 

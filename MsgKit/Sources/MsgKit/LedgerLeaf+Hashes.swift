@@ -44,7 +44,15 @@ extension LedgerLeaf {
     /// (``content(_:_:)``) and the JSON array of those entries as msg writes it, each
     /// after its length. Hashed in parts, nothing copied: a record stored costs one.
     public static func stateHash(_ r: EncodedMessage, _ m: Message, entries: Int) throws(MsgError) -> Digest {
-        var (json, end) = (r.json, contentEnd(r.json))
+        try stateHash(r.json, r.historyOffset, m, entries: entries, contentEnd: contentEnd(r.json))
+    }
+
+    /// ``stateHash(_:_:entries:)`` of the record whose text is `text`, its history at
+    /// `historyOffset` and its content ending at `found` (``contentEnd(_:)``), found
+    /// once by a caller that fingerprints it too (``LedgerPrep``).
+    static func stateHash(_ text: [UInt8], _ historyOffset: Int, _ m: Message, entries: Int,
+                          contentEnd found: Int?) throws(MsgError) -> Digest {
+        var (json, end) = (text, found)
         if end == nil {
             json = EncodedMessage(m).json
             end = contentEnd(json)
@@ -60,8 +68,8 @@ extension LedgerLeaf {
         }
         // The entries: as stored when all of them (the text msg wrote), else written.
         var array: [UInt8] = []
-        let h = r.historyOffset + 11
-        let whole = entries == m.history.count && h < r.json.count && r.json[h] == UInt8(ascii: "[")
+        let h = historyOffset + 11
+        let whole = entries == m.history.count && h < text.count && text[h] == UInt8(ascii: "[")
         if !whole {
             var w = JSONWriter(capacity: 128 * entries)
             w.raw("[")
@@ -72,7 +80,7 @@ extension LedgerLeaf {
             w.raw("]")
             array = w.bytes
         }
-        let arrayCount = whole ? r.json.count - 1 - h : array.count
+        let arrayCount = whole ? text.count - 1 - h : array.count
         var id = m.id
         // The numbers, big-endian, on the stack (a record stored costs no allocation
         // here): the head (0, kind, n, the id's length) at 0..<14, then the lengths
@@ -102,7 +110,7 @@ extension LedgerLeaf {
                     tail.withUnsafeBytes(add)
                     add(UnsafeRawBufferPointer(rebasing: fixed[22..<50]))
                     if whole {
-                        r.json.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[h..<(r.json.count - 1)])) }
+                        text.withUnsafeBytes { add(UnsafeRawBufferPointer(rebasing: $0[h..<(text.count - 1)])) }
                     } else {
                         array.withUnsafeBytes(add)
                     }
@@ -157,12 +165,20 @@ extension LedgerLeaf {
 
     /// ``bytes(_:entry:)`` of `r`, whose message `m` the caller has read already.
     public static func bytes(_ r: EncodedMessage, _ m: Message, entry n: Int?) throws(MsgError) -> [UInt8] {
+        try bytes(r.json, r.historyOffset, m, entry: n, contentEnd: n == nil ? contentEnd(r.json) : nil)
+    }
+
+    /// ``bytes(_:_:entry:)`` of the record whose text is `text` (as
+    /// ``stateHash(_:_:_:entries:contentEnd:)`` takes it).
+    static func bytes(_ text: [UInt8], _ historyOffset: Int, _ m: Message, entry n: Int?,
+                      contentEnd: Int?) throws(MsgError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(n == nil ? 96 : 48)
         if let n {
             LedgerLeaf(kind: .entry, n: n, id: "", hash: try entryHash(m.id, n, m.history[n])).write(to: &out)
         } else {
-            LedgerLeaf(kind: .state, n: m.history.count, id: m.id, hash: try stateHash(r, m, entries: m.history.count)).write(to: &out)
+            let hash = try stateHash(text, historyOffset, m, entries: m.history.count, contentEnd: contentEnd)
+            LedgerLeaf(kind: .state, n: m.history.count, id: m.id, hash: hash).write(to: &out)
         }
         return out
     }
@@ -193,8 +209,13 @@ extension LedgerLeaf {
     /// the first `,"status":"` is that: inside a JSON string a quote is escaped.
     /// 0 for text without one.
     public static func contentPrint(_ r: EncodedMessage) -> Int64 {
-        guard let end = contentEnd(r.json) else { return 0 }
-        return r.json.withUnsafeBytes { json -> Int64 in
+        contentPrint(r.json, contentEnd: contentEnd(r.json))
+    }
+
+    /// ``contentPrint(_:)`` of the record text `text`, whose content ends at `end`.
+    static func contentPrint(_ text: [UInt8], contentEnd end: Int?) -> Int64 {
+        guard let end else { return 0 }
+        return text.withUnsafeBytes { json -> Int64 in
             // Eight bytes a step, multiplied and mixed (after wyhash's finalizer).
             var h: UInt64 = 0x9e37_79b9_7f4a_7c15 ^ UInt64(end)
             var i = 0

@@ -10,11 +10,25 @@ public struct LedgerPrep: Sendable {
     public let leaf: [UInt8]?
 
     public init(_ r: EncodedMessage, stored: Bool) {
-        print = LedgerLeaf.contentPrint(r)
         // Read out of its box once (each read copies the message).
-        let m = r.message
+        self.init(r.json, r.historyOffset, r.message, stored: stored)
+    }
+
+    /// The prep of the record whose text is `text` (its history at `historyOffset`)
+    /// and whose message is `m`, for a caller that holds both (the encoder: no box
+    /// made, no message copied out of one). Where its content ends is found once,
+    /// for the fingerprint and the state's hash.
+    init(_ text: [UInt8], _ historyOffset: Int, _ m: Message, stored: Bool) {
+        let end = LedgerLeaf.contentEnd(text)
+        print = LedgerLeaf.contentPrint(text, contentEnd: end)
         let n = m.history.count
-        leaf = stored ? try? LedgerLeaf.bytes(r, m, entry: nil) : n > 0 ? try? LedgerLeaf.bytes(r, m, entry: n - 1) : []
+        if stored {
+            leaf = try? LedgerLeaf.bytes(text, historyOffset, m, entry: nil, contentEnd: end)
+        } else if n > 0 {
+            leaf = try? LedgerLeaf.bytes(text, historyOffset, m, entry: n - 1, contentEnd: end)
+        } else {
+            leaf = []
+        }
     }
 
     /// The leaf, made again (and its error thrown) when it could not be beforehand.
