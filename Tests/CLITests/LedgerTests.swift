@@ -204,6 +204,14 @@ import Testing
         #expect(r.lines[5].contains(#""messages":4,"removed":1,"before_ledger":0,"checkpoints":2}"#), "\(r.out) \(r.err)")
     }
 
+    /// The build the ledger's cost is measured against (`scripts/ledger-off`: this
+    /// tree with the ledger's work left out) can still be made: its patch applies.
+    @Test func theBuildWithoutTheLedgerCanStillBeMade() throws {
+        let s = try Sandbox()
+        let r = try s.sh("cd '\(InstallTests.repository)' && git apply --check scripts/ledger-off.patch")
+        #expect(r.status == 0, "scripts/ledger-off.patch no longer applies: \(r.err)")
+    }
+
     /// A flush killed at any of its points leaves a ledger that verifies, and so do
     /// the recover and flush that finish its work.
     @Test(arguments: ["before-sending", "after-sending", "after-delivery", "after-sent"], Self.stores)
