@@ -149,7 +149,7 @@ import Testing
 
     /// Python that rewrites every leaf of the store's ledger that keeps its id as a
     /// UUID's 16 bytes (format 2) as an older msg kept it, the id as its text (format
-    /// 1), read by msg-ledger(1)'s description of the bytes; prints how many.
+    /// 1), read as DESIGN.md 10 and `LedgerLeaf` describe the bytes; prints how many.
     static let toFormatOne = #"""
         python3 -c '
         import sqlite3, uuid
