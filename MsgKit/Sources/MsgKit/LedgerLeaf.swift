@@ -55,7 +55,7 @@ public struct LedgerLeaf: Sendable, Equatable {
         self.kind = kind
         // Format 2 keeps a UUID as its bytes: a leaf that names no message by one is
         // kept, and read back, in format 1.
-        self.version = version == 2 && (kind == .entry || Self.uuidBytes(id) == nil) ? 1 : version
+        self.version = version == 2 && (kind == .entry || !UUIDText.isCanonical(id)) ? 1 : version
         self.n = n
         self.id = id
         self.hash = hash
@@ -134,10 +134,5 @@ public struct LedgerLeaf: Sendable, Equatable {
             v >>= 7
         }
         out.append(UInt8(v))
-    }
-
-    private static func uuidBytes(_ id: String) -> (UInt64, UInt64)? {
-        var id = id
-        return id.withUTF8 { UUIDText.bytes($0) }
     }
 }
