@@ -2,7 +2,9 @@ import MsgKit
 
 /// The lines of one commit: each change of a ``Transaction`` after its `$ledger`
 /// line (``JSONLedger``), whose leaves and row facts the recorder chose
-/// (``ChangeRecorder``: the store decides none of it), written in one `write`.
+/// (``ChangeRecorder``: the store decides none of it), written in one `write`;
+/// the destination states after them. A commit of more than one change says on its
+/// first line how many lines it has, so that a reader takes it whole or not at all.
 struct CommitLines {
     /// The lines, each with its newline.
     private(set) var output = JSONWriter(capacity: 4096)
@@ -10,6 +12,8 @@ struct CommitLines {
     /// The `$ledger` entries written, in order: the in-memory ledger takes them once
     /// the lines are durable.
     private(set) var entries: [JSONLedger.Entry] = []
+    /// The commit's count of lines, for its first line while it is still to be written.
+    private var mark: Int?
 
     /// The lines of `ops`, made against `ledger` as it is and the `stored` records
     /// there are: a store that held messages before its ledger began starts it
@@ -58,11 +62,26 @@ struct CommitLines {
         let effects = recorder.take()
         // Where each of the commit's leaves starts in its bytes (the recorder's own: whole).
         let starts = [0] + (JSONLedger.ends(of: effects.leaves) ?? [])
-        if !ledger.began && stored > 0 {
+        let begins = !ledger.began && stored > 0
+        let states = ops.count(where: { if case .destination = $0 { true } else { false } })
+        let changes = ops.count - states
+        let lines = (begins ? 1 : 0) + 2 * changes + states
+        // One change is a pair a reader already takes whole (its `$ledger` line, then
+        // the change); more is marked on the first line, a `$ledger` line: one of no
+        // leaves before a commit of states alone.
+        if lines > 1 && !(lines == 2 && changes == 1) {
+            mark = lines
+            if !begins && changes == 0 {
+                mark = lines + 1
+                add(JSONLedger.Entry(leaves: []))
+            }
+        }
+        if begins {
             var began: [UInt8] = []
             try LedgerLeaf.began(stored).write(to: &began)
             add(JSONLedger.Entry(leaves: began))
         }
+        // The changes, then the states (which have no leaves: the leaves' order is the ops').
         for (op, (range, row)) in zip(ops, made) {
             let leaves = Array(effects.leaves[starts[range.lowerBound]..<starts[range.upperBound]])
             switch op {
@@ -77,14 +96,20 @@ struct CommitLines {
                 output.string(old.id)
                 output.raw("}\n")
                 lineCount += 1
-            case .destination(let key, let state):
-                Self.writeDestination(key, state, to: &output)
-                lineCount += 1
+            case .destination:
+                break
             }
+        }
+        for case .destination(let key, let state) in ops {
+            Self.writeDestination(key, state, to: &output)
+            lineCount += 1
         }
     }
 
     private mutating func add(_ e: JSONLedger.Entry) {
+        var e = e
+        e.commitLines = mark
+        mark = nil
         JSONLedger.write(e, to: &output)
         entries.append(e)
         lineCount += 1

@@ -10,13 +10,15 @@ import MsgSupport
 ///   deletes. Reading the file from the start rebuilds the queue.
 /// - Each change msg writes comes after its `$ledger` line: its leaves of the
 ///   store's ledger, as the recorder chose them (``JSONLedger``, ``CommitLines``).
-/// - Each call is one `write` of all its lines and one `fsync` (group commit).
-/// - A last line without its newline is kept when it is a whole record, or a
-///   record after its `$ledger` line (a file edited by hand, or restored by a tool
-///   that strips the last newline): the next writer adds the newline. One that is
-///   not, or a `$ledger` line whose change is not after it (a crash mid-write,
-///   never acknowledged), is cut off by the next writer, its bytes kept in
-///   `PATH.torn-<time>`. A complete line that is JSON with an id but not a record
+/// - Each call is one `write` of all its lines and one `fsync` (group commit),
+///   stored whole or not at all: a commit of several changes counts its lines on
+///   its first (``CommitLines``), and a reader takes none of one cut short.
+/// - A last line without its newline is kept when it is a whole record, a record
+///   after its `$ledger` line, or the end of a whole commit (a file edited by hand,
+///   or restored by a tool that strips the last newline): the next writer adds the
+///   newline. One that is not, a `$ledger` line whose change is not after it, or a
+///   commit whose lines are not all there (a crash mid-write, never acknowledged),
+///   is cut off by the next writer, its bytes kept in `PATH.torn-<time>`. A complete line that is JSON with an id but not a record
 ///   (edited by hand) is a damaged record, given as such (dead, its text kept); any
 ///   other damaged complete line is corruption: the file is set aside for
 ///   inspection and the call fails with `corrupt`; it is never emptied.

@@ -18,7 +18,13 @@ import MsgKit
 /// (`"list":[N,...]`) and each removed message a `{"$removed":ID,"list":[...]}` line.
 ///
 /// The pair is the unit a crash can cut: a `$ledger` line whose change is not
-/// after it is a write cut short, set aside with it (``StoreState``). The change
+/// after it is a write cut short, set aside with it (``StoreState``). A commit of
+/// more than one pair (or of a pair and other lines) is one unit too: its first
+/// line, a `$ledger` line, says how many lines the commit has (`"commit":N`, N
+/// counting that line), and a commit whose lines are not all there is set aside
+/// whole (``StoreState``): a batch is stored whole or not at all. A commit of
+/// destination states alone starts with a `$ledger` line of no leaves that says
+/// it. An older msg ignores the count (it reads such a file as it always did). The change
 /// of a line written by hand, without its `$ledger` line, is in no leaf, and
 /// `msg ledger verify` names it.
 struct JSONLedger {
@@ -57,6 +63,9 @@ struct JSONLedger {
         var list: [Int]?
         /// The next line removes the message: its list goes to the removed ones.
         var isRemoval = false
+        /// The first line of a commit of several: how many lines the commit has,
+        /// this one included.
+        var commitLines: Int?
     }
 
     /// Adds an entry's leaves and what it says of its message.
@@ -110,6 +119,10 @@ struct JSONLedger {
         w.raw("{\"$ledger\":\"")
         e.leaves.withUnsafeBufferPointer { Hex.write($0, to: &w.bytes) }
         w.raw("\"")
+        if let n = e.commitLines {
+            w.raw(",\"commit\":")
+            w.int(n)
+        }
         if let id = e.id {
             w.raw(",\"id\":")
             w.string(id)
@@ -177,6 +190,10 @@ struct JSONLedger {
 
     private static func entry(_ value: JSONValue, leaves: [UInt8]) throws(MsgError) -> Entry {
         var e = Entry(leaves: leaves)
+        if let n = value["commit"] {
+            guard let n = n.intValue, n >= 1 else { throw MsgError(.corrupt, "a $ledger line whose commit is not a count of lines") }
+            e.commitLines = n
+        }
         guard let id = value["id"] else { return e }
         guard let id = id.stringValue else { throw MsgError(.corrupt, "a $ledger line whose id is not a string") }
         e.id = id

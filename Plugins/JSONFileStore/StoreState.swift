@@ -39,10 +39,10 @@ struct StoreState {
     }
 
     /// Applies the complete lines of `bytes`, read at ``offset``, each change with
-    /// the `$ledger` line before it.
+    /// the `$ledger` line before it, and each commit of several changes whole.
     /// - Returns: how many bytes were consumed: not a last line without newline,
-    ///   nor a `$ledger` line whose change is not after it (both a write cut short,
-    ///   or still to be finished by hand).
+    ///   nor a `$ledger` line whose change is not after it, nor a commit whose lines
+    ///   are not all there (each a write cut short, or still to be finished by hand).
     /// - Throws: ``Damage`` for a complete line that is not a record.
     mutating func apply(_ bytes: [UInt8]) throws(Damage) -> Int {
         var start = 0
@@ -51,9 +51,17 @@ struct StoreState {
         pending = nil  // none is left from a read that met damage
         try bytes.withUnsafeBufferPointer { (all) throws(Damage) in
             while let newline = all[start...].firstIndex(of: 0x0A) {
+                let read: Line
+                do throws(MsgError) {
+                    read = try Self.read(UnsafeBufferPointer(rebasing: all[start..<newline]))
+                } catch {
+                    throw Damage(line: lines + 1, reason: error.message)
+                }
+                // A commit of several changes whose lines are not all there is not taken.
+                if case .ledger(let e) = read, let n = e.commitLines, !Self.has(n, linesIn: all[start...]) { break }
                 lines += 1
                 do throws(MsgError) {
-                    try applyLine(UnsafeBufferPointer(rebasing: all[start..<newline]), start: start)
+                    try applyLine(read, start: start)
                 } catch {
                     throw Damage(line: lines, reason: error.message)
                 }
@@ -87,14 +95,26 @@ struct StoreState {
         return true
     }
 
+    /// Whether `bytes` hold `n` complete lines.
+    private static func has(_ n: Int, linesIn bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var found = 0, at = bytes.startIndex
+        while found < n, let newline = bytes[at...].firstIndex(of: 0x0A) {
+            found += 1
+            at = newline + 1
+        }
+        return found == n
+    }
+
     /// The lines of a tail that lacks only its last newline, when they are whole: one
-    /// record, or a `$ledger` line and the change it names.
+    /// record, a `$ledger` line and the change it names, or a whole commit of several.
     static func wholeLines(_ tail: [UInt8]) -> [[UInt8]]? {
         let parts = tail.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
-        guard (1...2).contains(parts.count) else { return nil }
+        var commit: Int?
+        if case .ledger(let e)? = try? parse(parts[0]) { commit = e.commitLines }
+        guard commit.map({ $0 == parts.count }) ?? (1...2).contains(parts.count) else { return nil }
         guard let last = try? parse(parts[parts.count - 1]) else { return nil }
         if case .ledger = last { return nil }
-        if parts.count == 2 {
+        if parts.count == 2 && commit == nil {
             guard case .ledger(let e)? = try? parse(parts[0]), let id = e.id, last.changes == id else { return nil }
         }
         return parts
@@ -152,7 +172,10 @@ struct StoreState {
     /// two are applied together. A change without its `$ledger` line (written by
     /// hand) is applied alone; it is in no leaf.
     private mutating func applyLine(_ line: UnsafeBufferPointer<UInt8>, start: Int) throws(MsgError) {
-        let read = try Self.read(line)
+        try applyLine(try Self.read(line), start: start)
+    }
+
+    private mutating func applyLine(_ read: Line, start: Int) throws(MsgError) {
         if let p = pending {
             // Its change, or another line: the entry is taken either way (an entry
             // followed by another line was edited by hand).
