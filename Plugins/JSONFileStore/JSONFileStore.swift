@@ -18,10 +18,11 @@ import MsgSupport
 ///   or restored by a tool that strips the last newline): the next writer adds the
 ///   newline. One that is not, a `$ledger` line whose change is not after it, or a
 ///   commit whose lines are not all there (a crash mid-write, never acknowledged),
-///   is cut off by the next writer, its bytes kept in `PATH.torn-<time>`. A complete line that is JSON with an id but not a record
-///   (edited by hand) is a damaged record, given as such (dead, its text kept); any
-///   other damaged complete line is corruption: the file is set aside for
-///   inspection and the call fails with `corrupt`; it is never emptied.
+///   is cut off by the next writer, its bytes kept in `PATH.torn-<time>`. A
+///   complete line that is JSON with an id but not a record (edited by hand) is a
+///   damaged record, given as such (dead, its text kept); any other damaged
+///   complete line is corruption: the file is set aside for inspection and the
+///   call fails with `corrupt`; it is never emptied.
 /// - When dead lines outnumber live records the file is compacted atomically
 ///   (temporary file, fsync, rename, fsync of the directory).
 /// - Writers hold an exclusive `flock` on `PATH.lock`, readers a shared one. The
