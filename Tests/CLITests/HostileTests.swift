@@ -249,4 +249,22 @@ import Testing
         #expect(r.lines.count == 4 && r.lines[0] == "3" && r.lines[1] == "exit 0" && r.lines[3] == "1", "\(r.out) \(r.err)")
         #expect(r.lines.count > 2 && r.lines[2].hasPrefix("msg: store json:") && r.lines[2].contains("q.json: its last line was a write cut short (39 bytes, never acknowledged); kept in "), "\(r.out)")
     }
+
+    /// A batch of three records in a JSON store, cut by a crash inside its last
+    /// line: none of it was acknowledged, so none of it is sent, not even the two
+    /// whole records before the cut (msg-record(5), rule 3: a commit is all or
+    /// nothing); the flush sets the whole batch aside and says so.
+    @Test func aBatchCutShortIsNotSentInPart() throws {
+        let s = try Sandbox()
+        let r = try s.sh("""
+            seq 3 | awk '{printf "{\\"to\\":\\"u%d\\",\\"body\\":\\"b\\"}\\n", $1}' | msg compose --enqueue --store json:q.json > /dev/null
+            grep -c '"commit":6,' q.json
+            head -c -100 q.json > cut && cat cut > q.json
+            msg queue count --store json:q.json
+            msg flush --store json:q.json --transport stdout: 2> err | grep -c '"status":"sent"'; echo "exit ${PIPESTATUS[0]}"
+            cat err; grep -c '"to":"u' q.json.torn-*
+            """)
+        #expect(r.lines.count == 6 && Array(r.lines[0...3]) == ["1", "0", "0", "exit 0"] && r.lines[5] == "3", "\(r.out) \(r.err)")
+        #expect(r.lines.count > 4 && r.lines[4].hasPrefix("msg: store json:") && r.lines[4].contains("q.json: its last lines were a write cut short ("), "\(r.out)")
+    }
 }
