@@ -116,6 +116,8 @@ import Testing
         cut(path, to: 0)
         try append(path, Array(text.replacingOccurrences(of: #""commit":4"#, with: #""commit":"four""#).utf8))
         #expect(throws: MsgError.self) { try loader.openStore("json:\(path)").add([Fixtures.message(3)]) }
-        #expect(listDirectory(dir).contains { $0.hasPrefix("q.json.corrupt-") })
+        let aside = try #require(listDirectory(dir).first { $0.hasPrefix("q.json.corrupt-") })
+        let kept = String(decoding: try readFile("\(dir)/\(aside)"), as: UTF8.self)
+        #expect(kept.contains(Fixtures.message(1).id) && kept.contains(Fixtures.message(2).id), "the file set aside keeps both records")
     }
 }
