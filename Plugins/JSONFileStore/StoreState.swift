@@ -109,13 +109,14 @@ struct StoreState {
     /// record, a `$ledger` line and the change it names, or a whole commit of several.
     static func wholeLines(_ tail: [UInt8]) -> [[UInt8]]? {
         let parts = tail.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
+        let first = try? parse(parts[0])
         var commit: Int?
-        if case .ledger(let e)? = try? parse(parts[0]) { commit = e.commitLines }
+        if case .ledger(let e)? = first { commit = e.commitLines }
         guard commit.map({ $0 == parts.count }) ?? (1...2).contains(parts.count) else { return nil }
         guard let last = try? parse(parts[parts.count - 1]) else { return nil }
         if case .ledger = last { return nil }
         if parts.count == 2 && commit == nil {
-            guard case .ledger(let e)? = try? parse(parts[0]), let id = e.id, last.changes == id else { return nil }
+            guard case .ledger(let e)? = first, let id = e.id, last.changes == id else { return nil }
         }
         return parts
     }
