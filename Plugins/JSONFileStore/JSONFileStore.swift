@@ -49,13 +49,13 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     /// Lines for the user (``takeNotices()``).
     private var notices: [String] = []
 
-    /// Opens the store at `url.path`: for `.write` creating its directory when
-    /// missing; for `.read` an existing store only.
-    /// - Throws: `config` without a path; `storeIO` when the file cannot be opened
-    ///   (or, for `.read`, does not exist).
+    /// Opens the store at `url`'s path (``StoreFile``): for `.write` creating it
+    /// in a directory that must be there; for `.read` an existing store only.
+    /// - Throws: `usage` for a host part; `config` without a path or with a missing
+    ///   directory; `storeIO` when the file cannot be opened (or, for `.read`, does
+    ///   not exist), `noPermission`.
     public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
-        guard !url.path.isEmpty else { throw MsgError(.config, "the json: store needs a path, e.g. json:/var/lib/msg/queue.json") }
-        path = url.path
+        path = try StoreFile.path(url, example: "json:/var/lib/msg/queue.json")
         var maxRecords = Self.defaultMaxRecords
         for (name, value) in url.parameters {
             guard name == "max_records", let n = Int(value), (1...Self.maxRecordsLimit).contains(n) else {
@@ -72,14 +72,28 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
             throw MsgError(.config, "json store \(path) is a symbolic link; name the file it points to (msg rewrites the store in place, which would replace the link)")
         }
         if access == .write {
-            try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
+            if !SystemCalls.exists(path) { try StoreFile.requireDirectory(of: path) }
             // The store exists from now on, empty until the first write.
             close(try SystemCalls.open(path, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600, code: .storeIO))
         } else if !SystemCalls.exists(path) {
             throw DamagedFile.noStore(at: path)
         }
         // Never through a link planted at the lock's name: flock needs no write access.
-        lockFD = try SystemCalls.open(path + ".lock", O_RDONLY | O_CREAT | O_NOFOLLOW, mode: 0o600, code: .storeIO)
+        lockFD = try Self.openLock(path + ".lock", reading: access == .read)
+    }
+
+    /// The lock file, made when missing. A reader that may not make it in the
+    /// directory (a user who may only read the store) locks the store's own file
+    /// instead: no writer waits for that, and a reader takes a torn tail for what it is.
+    private static func openLock(_ lock: String, reading: Bool) throws(MsgError) -> Int32 {
+        do throws(MsgError) {
+            return try SystemCalls.open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW, mode: 0o600, code: .storeIO)
+        } catch {
+            guard reading, let e = error.underlying as? Errno, e.rawValue == EACCES || e.rawValue == EROFS || e.rawValue == EPERM else { throw error }
+            let fd = Glibc.open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if fd >= 0 { return fd }
+            return try SystemCalls.open(String(lock.dropLast(5)), O_RDONLY | O_NOFOLLOW, code: .storeIO)
+        }
     }
 
     public func setAside() -> [String] { DamagedFile.setAside(besides: path) }

@@ -16,20 +16,19 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     let db: SQLiteDatabase
     let path: String
 
-    /// Opens the store at `url.path`: for `.write` creating it (and its directory)
-    /// when missing; for `.read` an existing store only.
-    /// - Throws: `config` without a path, or for a file that is not a msg store;
-    ///   `storeIO` (a missing store for `.read`), `corrupt`.
+    /// Opens the store at `url`'s path (``StoreFile``): for `.write` creating it
+    /// when missing, in a directory that must be there; for `.read` an existing
+    /// store only, which needs no write access to it or its directory.
+    /// - Throws: `usage` for a host part; `config` without a path, with a missing
+    ///   directory, or for a file that is not a msg store; `storeIO` (a missing store
+    ///   for `.read`), `noPermission`, `corrupt`.
     public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
-        guard !url.path.isEmpty else { throw MsgError(.config, "the sqlite: store needs a path, e.g. sqlite:/var/lib/msg/queue.sqlite") }
+        path = try StoreFile.path(url, example: "sqlite:/var/lib/msg/queue.sqlite")
         // A misspelt option must not be dropped in silence: sqlite: takes none.
         if let (name, _) = url.parameters.first {
             throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; the sqlite: store takes none")
         }
-        path = url.path
-        if access == .write {
-            try SystemCalls.makeDirectories(SystemCalls.directory(of: path), code: .storeIO)
-        }
+        if access == .write && !SystemCalls.exists(path) { try StoreFile.requireDirectory(of: path) }
         db = try SQLiteDatabase(path: path, access: access)
         try guarded { () throws(MsgError) in
             try db.execute("PRAGMA synchronous=FULL", "opening it")

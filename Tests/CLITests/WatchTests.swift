@@ -31,7 +31,7 @@ import Testing
         try p.wait()
         #expect(p.terminationReason == .exit && p.terminationStatus == 0)
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(stderr == "msg: stopping (SIGTERM): 2 sent, 0 deferred, 0 dead\n")
+        #expect(stderr == "msg: stopping (SIGTERM): 2 sent, 0 left to retry, 0 dead\n")
         #expect(try s.sh("msg queue count --status sent").out == "2\n")
     }
 
@@ -42,7 +42,7 @@ import Testing
     func aWatchKeepsItsSQLiteStoreWhenItsDirectoryIsMoved() throws {
         let s = try Sandbox()
         let r = try s.sh("""
-            msg compose --to a --body first --store sqlite:d/q.sqlite --enqueue > /dev/null
+            mkdir d && msg compose --to a --body first --store sqlite:d/q.sqlite --enqueue > /dev/null
             msg flush --watch --store sqlite:d/q.sqlite > out 2> err & p=$!
             until [ "$(wc -l < out)" -ge 1 ] || ! kill -0 $p 2>/dev/null; do sleep 0.01; done
             mv d moved

@@ -37,6 +37,12 @@ extension SystemCalls {
         return lstat(path, &st) == 0
     }
 
+    /// Whether `path` is a directory, or a symbolic link to one.
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
     /// Whether `path` is a directory itself, not a symbolic link to one.
     public static func isRealDirectory(_ path: String) -> Bool {
         var st = stat()

@@ -53,6 +53,9 @@ public final class Session {
             openStore = empty
             return empty
         }
+        // The default store lives in msg's own home, which msg makes (a named store's
+        // directory must be there: StoreFile).
+        if use != .read && settings.defaultStoreFile != nil { try SystemCalls.makeDirectories(settings.home, code: .storeIO) }
         let s = try loader.openStore(settings.store, access: use == .read ? .read : .write)
         let aside = s.setAside()
         if use == .send, let file = aside.last {
@@ -65,6 +68,10 @@ public final class Session {
         openStore = s
         return s
     }
+
+    /// Where an inbox row msg refuses keeps a text too large for its dead record:
+    /// `$MSG_HOME/refused` (msg-inbox(1)).
+    public var refusedDrafts: RefusedDrafts { RefusedDrafts(directory: settings.home + "/refused") }
 
     /// Stored ids for completion: those starting with `part`; else the one id that
     /// ends with it (the short id a table shows), so TAB on it gives the whole id.
