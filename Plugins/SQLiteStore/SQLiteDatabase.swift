@@ -64,7 +64,8 @@ final class SQLiteDatabase {
             throw error
         }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX, nil)
+        let (name, flags) = Self.openMode(path, readOnly: readOnly || (access == .read && !application && !Self.writable(path)))
+        let rc = sqlite3_open_v2(name, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         handle = db
         guard rc == SQLITE_OK else {
             let error = SQLiteError(code: rc, message: db.map { String(cString: sqlite3_errmsg($0)) } ?? "",
@@ -76,6 +77,39 @@ final class SQLiteDatabase {
         }
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, busyTimeout)
+    }
+
+    /// Whether this user may write the file at `path` and make its journals beside it.
+    private static func writable(_ path: String) -> Bool {
+        Glibc.access(path, W_OK) == 0 && Glibc.access(SystemCalls.directory(of: path), W_OK) == 0
+    }
+
+    /// The name and flags `sqlite3_open_v2` is given. A read-only connection to a
+    /// WAL store whose journal is not there, in a directory this user cannot write,
+    /// cannot make the shared-memory file it needs; as sqlite.org/wal.html ("Read-Only
+    /// Databases") says, such a file is opened as immutable: with no journal, the
+    /// file holds every commit, and its view is the last checkpoint's. Where the
+    /// journal is there, the connection reads through it as any reader does.
+    private static func openMode(_ path: String, readOnly: Bool) -> (String, Int32) {
+        guard readOnly else { return (path, SQLITE_OPEN_READWRITE) }
+        if SystemCalls.exists(path + "-wal") || Glibc.access(SystemCalls.directory(of: path), W_OK) == 0 {
+            return (path, SQLITE_OPEN_READONLY)
+        }
+        return ("file:" + uriPath(path) + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+    }
+
+    /// `path` as the path of a `file:` URI: `%`, `?` and `#` escaped (sqlite.org/uri.html).
+    private static func uriPath(_ path: String) -> String {
+        var out = ""
+        for c in path.unicodeScalars {
+            switch c {
+            case "%": out += "%25"
+            case "?": out += "%3f"
+            case "#": out += "%23"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
     }
 
     /// A descriptor of an application's database, which must be there.

@@ -3,6 +3,7 @@
 #endif
 import CSQLite
 import MsgKit
+import MsgSupport
 
 /// An SQLite result code and its message, kept as the underlying error of a
 /// ``MsgError`` (as GRDB's `DatabaseError` does); never shown as the whole message.
@@ -32,10 +33,12 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return MsgError(.corrupt, "store \(path) is damaged (\(String(cString: sqlite3_errstr(code)))) while \(what)", underlying: self)
         case SQLITE_READONLY:
-            return MsgError(.storeIO, "store \(path) cannot be written: the file or its directory is read-only (while \(what))", underlying: self)
+            return MsgError(.noPermission, "store \(path) cannot be written by this user: the file or its directory is read-only to it (while \(what))", underlying: self)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return MsgError(.storeIO, "store \(path) stayed locked by another process while \(what)", underlying: self)
-        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
+        case SQLITE_CANTOPEN where systemErrno == EACCES || systemErrno == EPERM || systemErrno == EROFS, SQLITE_PERM, SQLITE_AUTH:
+            return MsgError(.noPermission, "cannot open store \(path): \(SystemCalls.describe(systemErrno == 0 ? EACCES : systemErrno))", underlying: self)
+        case SQLITE_CANTOPEN:
             return MsgError(.storeIO, "cannot open store \(path) (\(String(cString: sqlite3_errstr(code))))", underlying: self)
         default:
             return MsgError(.storeIO, "store \(path): \(String(cString: sqlite3_errstr(code))) while \(what)", underlying: self)

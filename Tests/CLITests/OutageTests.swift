@@ -102,13 +102,15 @@ import Testing
 
     /// Every job line of examples/cron/crontab, run as cron runs it (by /bin/sh,
     /// standard input an empty pipe, no terminal, cron's few variables), does its
-    /// job: a due failed message is retried and sent, the export is written, the
+    /// job: a due failed message is retried and sent, the export is written (its
+    /// directory made), the
     /// purge acts on every message, not on none.
     @Test func everyCrontabLineWorksAsCronRunsIt() throws {
         let s = try Sandbox()
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
         let home = s.home + "/user"
-        try FileManager.default.createDirectory(atPath: home + "/audit", withIntermediateDirectories: true)
+        // No ~/audit: the export's line makes it.
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         let crontab = try String(contentsOfFile: repository + "/examples/cron/crontab", encoding: .utf8)
         var cronPath = "/usr/bin:/bin"
         var jobs: [String] = []

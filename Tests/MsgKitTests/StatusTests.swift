@@ -43,6 +43,7 @@ import Testing
         let expected: [MsgError.Code: Int32] = [
             .usage: 64, .badInput: 65, .invalidTransition: 65, .notFound: 65, .unavailable: 69, .storeIO: 74,
             .corrupt: 74, .config: 78, .timeout: 75, .unreachable: 75, .rateLimited: 75, .remote: 75, .rejected: 1,
+            .noPermission: 77,
         ]
         #expect(MsgError.Code.all.count == expected.count)
         for code in MsgError.Code.all {
@@ -50,6 +51,8 @@ import Testing
             #expect(MsgError.Code(name: code.name) == code)
         }
         #expect(MsgError.Code.timeout.isRetryable && !MsgError.Code.rejected.isRetryable)
+        // The five a transport reports; a permission is not one of them.
+        #expect(MsgError.Code.all.filter(\.isDeliveryClass) == [.timeout, .unreachable, .rateLimited, .remote, .rejected])
         #expect(MsgError(.storeIO, "a") == MsgError(.storeIO, "b"))
         #expect(MsgError(.storeIO, "a") != MsgError(.corrupt, "a"))
     }

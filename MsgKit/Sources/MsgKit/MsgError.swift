@@ -38,6 +38,9 @@ public struct MsgError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let remote = Code(11)
         /// The destination refused the message for good: it becomes `dead` (exit 1).
         public static let rejected = Code(12)
+        /// The store (or a file msg must write) may not be written or read by this
+        /// user: a permission, not damage (exit 77, EX_NOPERM).
+        public static var noPermission: Code { Code(13) }
 
         private static let table: [(name: String, exit: Int32, retryable: Bool)] = [
             ("usage", 64, false),
@@ -53,6 +56,7 @@ public struct MsgError: Error, Sendable, Equatable, CustomStringConvertible {
             ("rate_limited", 75, true),
             ("remote", 75, true),
             ("rejected", 1, false),
+            ("no_permission", 77, false),
         ]
 
         /// The stable name written in records (`last_error.code`), e.g. `timeout`.
@@ -62,7 +66,7 @@ public struct MsgError: Error, Sendable, Equatable, CustomStringConvertible {
         /// Whether trying again later may succeed.
         public var isRetryable: Bool { Self.table[Int(raw)].retryable }
         /// Whether this is one of the delivery error classes a transport reports.
-        public var isDeliveryClass: Bool { raw >= 8 }
+        public var isDeliveryClass: Bool { (8...12).contains(raw) }
         public var description: String { name }
 
         /// All codes, in table order.

@@ -49,7 +49,13 @@ public enum OutputPath {
         }
         var st = stat()
         guard lstat(path, &st) == 0 else {
-            if errno == ENOENT { return .file }
+            if errno == ENOENT {
+                let directory = SystemCalls.directory(of: path)
+                guard SystemCalls.isDirectory(directory) else {
+                    throw MsgError(.usage, "\(option.isEmpty ? "" : option + " ")\(path): the directory \(directory) does not exist; make it first (mkdir -p '\(directory)')")
+                }
+                return .file
+            }
             throw SystemCalls.error(code, "\(option) \(path): cannot look at it")
         }
         switch st.st_mode & S_IFMT {

@@ -18,8 +18,11 @@ public enum SystemCalls {
     }
 
     /// Builds the error for a failed call: "`what`: `strerror`".
+    /// A store's file refused for permission (EACCES, EPERM, EROFS) is `noPermission`
+    /// (exit 77), not damage.
     public static func error(_ code: MsgError.Code, _ what: String, errno value: Int32 = errno) -> MsgError {
-        MsgError(code, "\(what): \(describe(value))", underlying: Errno(value))
+        let denied = code == .storeIO && (value == EACCES || value == EPERM || value == EROFS)
+        return MsgError(denied ? .noPermission : code, "\(what): \(describe(value))", underlying: Errno(value))
     }
 
     /// Opens `path`, retrying on EINTR. - Throws: `code` on failure.
