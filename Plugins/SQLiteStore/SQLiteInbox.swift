@@ -28,8 +28,7 @@ final class SQLiteInbox: DraftInbox {
         for p in url.parameters {
             throw MsgError(.config, "unknown parameter '\(p.name)' in \(url.text): a SQLite inbox takes none")
         }
-        guard !url.path.isEmpty else { throw MsgError(.config, "say which database: sqlite:/path/to/app.db") }
-        db = try SQLiteDatabase(path: url.path, access: .write, application: true)
+        db = try SQLiteDatabase(path: try StoreFile.path(url, example: "sqlite:/path/to/app.db"), access: .write, application: true)
         // A removal need not be on disk when the take returns: rows a power cut brings
         // back are taken again, and the store refuses their ids. In WAL mode, NORMAL
         // keeps the database whole whatever happens (sqlite.org/pragma.html#pragma_synchronous),
@@ -40,19 +39,45 @@ final class SQLiteInbox: DraftInbox {
         }
     }
 
+    /// The trigger by which the table refuses a draft over msg's record limit at the
+    /// application's INSERT, inside its transaction: a draft msg would refuse is
+    /// never committed as if it would be sent.
+    static let limitTrigger = "msg_inbox_limit"
+
     func install() throws(MsgError) -> String {
         try db.transaction("creating the inbox") { () throws(MsgError) -> String in
-            if try exists() { return "\(Self.table) is there already in \(db.path)" }
-            try db.execute("""
-                CREATE TABLE \(Self.table) (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    draft TEXT NOT NULL,
-                    inserted_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
-                    nonce INTEGER NOT NULL DEFAULT (random())
-                )
-                """, "creating the inbox")
-            return "created \(Self.table) in \(db.path)"
+            let there = try exists()
+            if !there {
+                try db.execute("""
+                    CREATE TABLE \(Self.table) (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        draft TEXT NOT NULL,
+                        inserted_at INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+                        nonce INTEGER NOT NULL DEFAULT (random())
+                    )
+                    """, "creating the inbox")
+            }
+            let checked = try hasLimit()
+            if !checked {
+                // RAISE takes a literal only (before SQLite 3.47), so the size cannot be named.
+                try db.execute("""
+                    CREATE TRIGGER \(Self.limitTrigger) BEFORE INSERT ON \(Self.table)
+                    WHEN length(CAST(NEW.draft AS BLOB)) > \(RecordLimits.maxRecordBytes)
+                    BEGIN SELECT RAISE(ABORT, 'msg_inbox: the draft is over msg''s limit of \(RecordLimits.maxRecordBytes) bytes (1 MiB); nothing was inserted'); END
+                    """, "adding the inbox's size check")
+            }
+            switch (there, checked) {
+            case (false, _): return "created \(Self.table) in \(db.path)"
+            case (true, false): return "\(Self.table) is there already in \(db.path); added its check of a draft's size"
+            case (true, true): return "\(Self.table) is there already in \(db.path)"
+            }
         }
+    }
+
+    private func hasLimit() throws(MsgError) -> Bool {
+        let s = try db.statement("SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND name = '\(Self.limitTrigger)'")
+        defer { s.reset() }
+        return try s.step("looking for the inbox's size check")
     }
 
     private func exists() throws(MsgError) -> Bool {

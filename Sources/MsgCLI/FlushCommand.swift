@@ -59,8 +59,11 @@ struct FlushCommand: SessionCommand {
         // A watch says no summary per run: what waits for held destinations is not counted.
         options.countsHeld = !watch
         options.leavesScanHint = !watch
+        options.tracksMessages = watch
+        // On a terminal, the progress line and the summary instead of the records.
+        let console = session.console.forRecordsOfARun
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
-                              options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
+                              options: options, faults: try FaultPoints(), console: console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
         if watch {
             // A daemon rides out a store that goes away (a PostgreSQL restart): it waits and goes on.
@@ -70,16 +73,16 @@ struct FlushCommand: SessionCommand {
         }
         // The store's own inbox (PostgreSQL's msg.inbox) and those named: taken in first.
         let inboxes = try Inboxes(self.inboxes, storeURL: session.settings.store, loader: session.loader,
-                                  faults: try FaultPoints(), reporter: session.reporter)
+                                  refused: session.refusedDrafts, faults: try FaultPoints(), reporter: session.reporter)
         if !watch { try inboxes.drain() }
         let server = try metrics.map { (address) throws(MsgError) in
             try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),
                               reporter: session.reporter)
         }
         defer { server?.stop() }
-        let summary = watch ? try Watcher().run(flusher, inboxes: inboxes) : try flusher.run(progress: session.console.progress("flushed"))
+        let summary = watch ? try Watcher().run(flusher, inboxes: inboxes) : try flusher.run(progress: console.progress("flushed"))
         try RunEnding(taking: .queued, notDue: "", other: [.failed: "msg retry sends failed ones"], explicit: explicit,
-                      badLines: badLines, watch: watch)
+                      badLines: badLines, watch: watch, onTerminal: session.console.outputIsTerminal)
             .end(summary, session, checkpoint: checkpoint, seed: checkpointSeed)
     }
 }

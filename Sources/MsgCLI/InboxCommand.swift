@@ -54,7 +54,8 @@ struct InboxDrainCommand: SessionCommand {
         let writer = session.console.writer()
         writer.flushEveryLine = false
         let progress = session.console.progress("taken")
-        let intake = InboxIntake(opening: { () throws(MsgError) in try session.store(.write) }, faults: try FaultPoints())
+        let intake = InboxIntake(opening: { () throws(MsgError) in try session.store(.write) }, refused: session.refusedDrafts,
+                                 faults: try FaultPoints())
         let summary = try intake.drain(inbox, progress: { progress.update($0.taken) }) { (record, result) throws(MsgError) in
             if result.inserted { try writer.writeRaw(record.json) } else { try writer.write(result.message) }
         }

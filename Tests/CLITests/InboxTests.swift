@@ -107,11 +107,51 @@ import Testing
         #expect(r.lines == [
             "exit 65",
             "msg: took 5 rows: 2 queued, 0 queued already, 3 dead (not valid drafts)",
-            "? | inbox row is not a valid draft: invalid JSON: invalid literal at column 1; its text is kept in inbox_draft | not json",
-            "b | inbox row is not a valid draft: missing field \"body\"; its text is kept in inbox_draft | {\"to\":\"b\"}",
-            "? | inbox row is not a valid draft: invalid UTF-8 at column 1; its text is kept in inbox_draft | ff00",
+            "? | inbox row is not a valid draft: invalid JSON: invalid literal at column 1; its text is kept whole in inbox_draft | not json",
+            "b | inbox row is not a valid draft: missing field \"body\"; its text is kept whole in inbox_draft | {\"to\":\"b\"}",
+            "? | inbox row is not a valid draft: invalid UTF-8 at column 1; its text is kept whole in inbox_draft | ff00",
             "first", "last",
         ], "\(r.out) \(r.err)")
+    }
+
+    /// A draft over msg's limit is refused at the application's INSERT, by the
+    /// table's own check, inside its transaction. A row msg refuses when it takes
+    /// it keeps its whole text: in its dead record when that fits, else in a file
+    /// the record names (here a 10 MB row of an inbox installed before the check,
+    /// which `inbox install` then adds).
+    @Test func aDraftOverTheLimitIsRefusedAtInsertAndARefusedRowKeepsItsWholeText() throws {
+        let s = try application()
+        let r = try s.sh("""
+            python3 -c "import json, sqlite3
+            db = sqlite3.connect('app.db')
+            try:
+                with db:
+                    db.execute('INSERT INTO orders VALUES (?)', ('big',))
+                    db.execute('INSERT INTO msg_inbox (draft) VALUES (?)', (json.dumps({'to': 'a', 'body': 'x' * (10 << 20)}),))
+                print('committed')
+            except sqlite3.Error as e:
+                print(e)
+            print(db.execute('SELECT count(*) FROM orders').fetchone()[0])
+            db.execute('DROP TRIGGER msg_inbox_limit')
+            with db:
+                db.execute('INSERT INTO msg_inbox (draft) VALUES (?)', (json.dumps({'to': 'a', 'body': 'y' * (10 << 20)}),))
+                db.execute('INSERT INTO msg_inbox (draft) VALUES (?)', (json.dumps({'to': 'b', 'body': 7, 'pad': 'z' * 900000}),))"
+            msg inbox install sqlite:app.db 2>&1
+            msg inbox drain sqlite:app.db > /dev/null 2>&1; echo "drain $?"
+            msg queue ls --status dead | jq -r '[.to, (.inbox_draft | length), .inbox_draft_file // ""] | join(" ")'
+            """)
+        #expect(Array(r.lines.prefix(4)) == [
+            "msg_inbox: the draft is over msg's limit of 1048576 bytes (1 MiB); nothing was inserted", "0",
+            "msg: msg_inbox is there already in app.db; added its check of a draft's size", "drain 65",
+        ], "\(r.out) \(r.err)")
+        let dead = r.lines.dropFirst(4).map { $0.split(separator: " ").map(String.init) }
+        #expect(dead.count == 2 && dead.map(\.first) == ["a", "b"], "\(r.lines)")
+        #expect(dead.last?.dropFirst().first == "900033", "the whole text in the record: \(r.lines)")
+        let file = try #require(dead.first?.last)
+        let kept = try Data(contentsOf: URL(fileURLWithPath: file))
+        let draft = try JSONSerialization.jsonObject(with: kept) as? [String: String]
+        #expect(draft?["body"] == String(repeating: "y", count: 10 << 20), "the whole 10 MB draft in \(file)")
+        #expect(file.hasPrefix("\(s.home)/refused/"), "\(file)")
     }
 
     /// Rows inserted in one transaction keep their order per destination, though

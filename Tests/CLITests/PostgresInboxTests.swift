@@ -33,7 +33,7 @@ extension PostgresTests {
                 msg inbox install "$MSG_STORE" 2>&1 && \(owner) -c "GRANT USAGE ON SCHEMA \(schema) TO \(role);
                     GRANT EXECUTE ON FUNCTION \(schema).enqueue(jsonb), \(schema).enqueue_all(jsonb) TO \(role)"
                 """, env: env)
-            #expect(r.status == 0 && r.out.contains("(schema version 9)"), "\(r.out) \(r.err)")
+            #expect(r.status == 0 && r.out.contains("(schema version 10)"), "\(r.out) \(r.err)")
         }
     }
 
@@ -87,6 +87,32 @@ extension PostgresTests {
             "ERROR:  msg.enqueue_all: draft 2: missing field \"to\"",
             "0", "2",
         ], "\(r.out) \(r.err)")
+    }
+
+    /// What msg would refuse after the application's commit is refused inside its
+    /// transaction: a 10 MB draft (naming its size and the limit), and a header
+    /// named as a field; nothing of that transaction is kept, and nothing is dead.
+    @Test func aDraftOverTheLimitOrAHeaderAsAFieldIsRefusedInTheTransaction() throws {
+        let s = try Sandbox()
+        let q = try InboxQueue(s)
+        let r = try s.sh("""
+            python3 -c "import json, psycopg
+            db = psycopg.connect('\(q.appDSN)')
+            for draft in ({'to': 'a', 'body': 'x' * (10 << 20)}, {'to': 'a', 'body': 'b', 'subject': 'Hello'}):
+                try:
+                    with db.transaction():
+                        db.execute('SELECT \(q.schema).enqueue(%s::jsonb)', (json.dumps({'to': 'a', 'body': 'first'}),))
+                        db.execute('SELECT \(q.schema).enqueue(%s::jsonb)', (json.dumps(draft),))
+                    print('committed')
+                except psycopg.Error as e:
+                    print(e.sqlstate, str(e).splitlines()[0])"
+            msg flush | wc -l; msg queue count --status dead
+            """, env: q.env)
+        #expect(r.lines.count == 4, "\(r.out) \(r.err)")
+        #expect(r.lines.first?.hasPrefix("MS001 msg.enqueue: the draft is 10485") == true, "\(r.lines)")
+        #expect(r.lines.first?.hasSuffix("bytes, over msg's limit of 1048576 bytes (1 MiB)") == true, "\(r.lines)")
+        #expect(r.lines.dropFirst().first == "MS001 msg.enqueue: unknown field \"subject\" (did you mean \"headers.Subject\"?)", "\(r.lines)")
+        #expect(Array(r.lines.suffix(2)) == ["0", "0"], "\(r.out) \(r.err)")
     }
 
     /// 1,000 application transactions from 8 connections at once, a third rolled

@@ -13,8 +13,11 @@ import MsgSupport
 /// takes again and the store refuses as already stored: nothing lost, nothing twice.
 ///
 /// A row that is not a valid draft never blocks the inbox: it becomes a `dead`
-/// record under the row's id, with the reason as its error and the text kept in
-/// ``InboxIntake/draftKey``, shown by `msg queue ls --status dead`.
+/// record under the row's id, with the reason as its error and the row's whole text
+/// kept in ``InboxIntake/draftKey``, shown by `msg queue ls --status dead`. A text
+/// too large for a record (over msg's limit) is kept whole in a file of its own,
+/// made durable before the row is taken, which the record names
+/// (``InboxIntake/draftFileKey``): what the application committed is never cut.
 public struct InboxIntake {
     /// The rows taken at a time, in one commit of the inbox: four of the store's
     /// (``chunk``), each chunk's records made while the one before is committed.
@@ -24,6 +27,9 @@ public struct InboxIntake {
     /// The field of a refused row's record that keeps the row's text
     /// (`inbox_draft_hex` when it was not UTF-8).
     public static let draftKey = "inbox_draft"
+    /// The field of a refused row's record that names the file keeping the row's
+    /// text, when the text does not fit in a record.
+    public static let draftFileKey = "inbox_draft_file"
 
     /// What a drain did.
     public struct Summary: Sendable, Equatable {
@@ -52,6 +58,7 @@ public struct InboxIntake {
     private let drafts: Drafts
     private let clock: () -> Timestamp
     private let faults: FaultPoints?
+    private let keep: RefusedDrafts
 
     /// The store, opened when the first row comes (a flush whose inboxes are empty
     /// opens nothing more).
@@ -69,11 +76,13 @@ public struct InboxIntake {
 
     /// An intake completing drafts with `drafts` and storing into the store `open`
     /// opens when the first row comes; `faults` may kill it between a batch's
-    /// commits (``FaultPoints/Point/afterIntake``).
-    public init(opening open: @escaping () throws(MsgError) -> any Store, drafts: Drafts = Drafts(), faults: FaultPoints? = nil,
-                clock: @escaping () -> Timestamp = { Timestamp.now() }) {
+    /// commits (``FaultPoints/Point/afterIntake``); a refused row's text too large
+    /// for its record is kept in `refused` (``RefusedDrafts``).
+    public init(opening open: @escaping () throws(MsgError) -> any Store, drafts: Drafts = Drafts(), refused: RefusedDrafts,
+                faults: FaultPoints? = nil, clock: @escaping () -> Timestamp = { Timestamp.now() }) {
         self.target = Target(open)
         self.drafts = drafts
+        self.keep = refused
         self.faults = faults
         self.clock = clock
     }
@@ -106,19 +115,20 @@ public struct InboxIntake {
         summary.taken = rows.count
         guard !rows.isEmpty else { return summary }
         let store = try target.store()
-        let (drafts, now) = (self.drafts, clock())
+        let (drafts, keep, now) = (self.drafts, self.keep, clock())
         let chunks = stride(from: 0, to: rows.count, by: Self.chunk).map { Array(rows[$0..<min($0 + Self.chunk, rows.count)]) }
         // The first chunk on both cores; each next one on one, beside the commit.
-        var made = MsgKit.parallelMap(chunks[0]) { Self.record($0, drafts: drafts, now: now) }
+        var made = MsgKit.parallelMap(chunks[0]) { Self.record($0, drafts: drafts, keep: keep, now: now) }
         for i in chunks.indices {
-            var next: Channel<[(record: EncodedMessage, refused: Bool)]>?
+            var next: Channel<[Made]>?
             if i + 1 < chunks.count {
-                let made = Channel<[(record: EncodedMessage, refused: Bool)]>(capacity: 1)
+                let made = Channel<[Made]>(capacity: 1)
                 let chunk = chunks[i + 1]
-                DispatchQueue.global().async { made.send(chunk.map { Self.record($0, drafts: drafts, now: now) }) }
+                DispatchQueue.global().async { made.send(chunk.map { Self.record($0, drafts: drafts, keep: keep, now: now) }) }
                 next = made
             }
-            let records = made.map(\.record)
+            // A text that could not be kept leaves the batch in the inbox.
+            let records = try made.map { (m) throws(MsgError) in try m.record.get() }
             for (j, result) in try store.add(records).enumerated() {
                 if !result.inserted {
                     summary.duplicates += 1
@@ -135,37 +145,54 @@ public struct InboxIntake {
         return summary
     }
 
+    /// What a row became: its record (or why its text could not be kept), and
+    /// whether it was refused.
+    typealias Made = (record: Result<EncodedMessage, MsgError>, refused: Bool)
+
     /// The record a row becomes, completed by `drafts`, and whether it was refused
-    /// (then dead since `now`).
-    static func record(_ row: InboxRow, drafts: Drafts, now: Timestamp) -> (record: EncodedMessage, refused: Bool) {
+    /// (then dead since `now`, its text kept as ``refused(_:_:keep:now:)`` says).
+    static func record(_ row: InboxRow, drafts: Drafts, keep: RefusedDrafts, now: Timestamp) -> Made {
         do throws(MsgError) {
             let m = try drafts.complete(JSONParser.parseInput(row.draft), id: row.id, createdAt: row.insertedAt)
-            return (try RecordPipeline.encode(m, store: true).get(), false)
+            return (.success(try RecordPipeline.encode(m, store: true).get()), false)
         } catch {
-            return (refused(row, error, now: now), true)
+            do throws(MsgError) {
+                return (.success(try refused(row, error, keep: keep, now: now)), true)
+            } catch {
+                return (.failure(error), true)
+            }
         }
     }
 
-    /// The dead record of a row that is not a valid draft.
-    static func refused(_ row: InboxRow, _ error: MsgError, now: Timestamp) -> EncodedMessage {
-        let failure = Message.Failure(MsgError(.badInput, "inbox row is not a valid draft: \(error.message); its text is kept in \(draftKey)"), at: now)
+    /// The dead record of a row that is not a valid draft, keeping its whole text:
+    /// in the record when the record then fits msg's limit, else in a file of its
+    /// own (``RefusedDrafts``), durable before this returns.
+    /// - Throws: what writing that file throws; the row then stays in the inbox.
+    static func refused(_ row: InboxRow, _ error: MsgError, keep: RefusedDrafts, now: Timestamp) throws(MsgError) -> EncodedMessage {
+        let inRecord = dead(row, error, now: now, kept: text(row.draft), in: draftKey)
+        if inRecord.json.count <= RecordLimits.maxRecordBytes { return inRecord }
+        let file = try keep.keep(row.draft, id: row.id)
+        return dead(row, error, now: now, kept: [JSONValue.Member(draftFileKey, .string(file))], in: file)
+    }
+
+    /// The dead record of `row`, refused for `error`, with `kept` as its fields
+    /// that keep the row's text, which is in `place`.
+    private static func dead(_ row: InboxRow, _ error: MsgError, now: Timestamp, kept: [JSONValue.Member], in place: String) -> EncodedMessage {
+        let failure = Message.Failure(MsgError(.badInput, "inbox row is not a valid draft: \(error.message); its text is kept whole in \(place)"), at: now)
         var m = Message(id: row.id, to: recipient(row.draft) ?? "?", body: "", now: row.insertedAt ?? now)
         m.status = .dead
         m.updatedAt = now
         m.lastError = failure
         m.history = [Message.Event(at: now, event: "refused", status: .dead, error: failure)]
-        // The text as it came, its first 64 KiB: a record holds it whatever it is.
-        let text = Array(row.draft.prefix(keptBytes))
-        if let s = String(validating: text, as: UTF8.self) {
-            m.extra = [JSONValue.Member(draftKey, .string(s))]
-        } else {
-            m.extra = [JSONValue.Member(draftKey + "_hex", .string(Hex.encode(text)))]
-        }
+        m.extra = kept
         return EncodedMessage(m, preparingLedger: true)
     }
 
-    /// How much of a refused row's text its record keeps.
-    static let keptBytes = 64 * 1024
+    /// The field keeping `draft` as it came: as text, or in hex when it is not UTF-8.
+    private static func text(_ draft: [UInt8]) -> [JSONValue.Member] {
+        if let s = String(validating: draft, as: UTF8.self) { return [JSONValue.Member(draftKey, .string(s))] }
+        return [JSONValue.Member(draftKey + "_hex", .string(Hex.encode(draft)))]
+    }
 
     /// The draft's recipient, when it names one: where a refused row was meant to go.
     static func recipient(_ draft: [UInt8]) -> String? {

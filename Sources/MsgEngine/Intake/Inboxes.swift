@@ -14,15 +14,16 @@ public final class Inboxes {
     /// one, which is loaded already), to be taken into a handle of that store of
     /// their own, opened when the first row comes: what they store is then a change
     /// another handle made, which a flush's claim scan sees as another process's.
+    /// A refused row's text too large for its record is kept in `refused`.
     /// - Throws: what opening an inbox or the store throws (`config` for a URL that names none).
-    public init(_ urls: [String], storeURL: String, loader: PluginLoader, faults: FaultPoints?,
+    public init(_ urls: [String], storeURL: String, loader: PluginLoader, refused: RefusedDrafts, faults: FaultPoints?,
                 reporter: Reporter) throws(MsgError) {
         var named: [(String, any DraftInbox)] = []
         if let own = try loader.storesOwnInbox(storeURL) { named.append(("the store's inbox", own)) }
         for url in urls { named.append((url, try loader.openInbox(url))) }
         self.named = named
         self.intake = named.isEmpty ? nil : InboxIntake(opening: { () throws(MsgError) in try loader.openStore(storeURL, access: .write) },
-                                                        faults: faults)
+                                                        refused: refused, faults: faults)
         self.reporter = reporter
     }
 

@@ -1,3 +1,6 @@
+import MsgKit
+import MsgSupport
+
 /// The inbox in msg's schema (schema 9, msg-inbox(1)): `inbox`, which an application
 /// fills through `enqueue(draft jsonb)` and `enqueue_all(drafts jsonb)` inside its own
 /// transactions, and which msg takes into the queue (``PostgresInbox``).
@@ -33,52 +36,7 @@ enum PostgresInboxSchema {
                 inserted_at bigint NOT NULL
             )
             """,
-            // What is wrong with a draft, or NULL: the checks msg compose makes that SQL can make.
-            """
-            CREATE FUNCTION \(s).draft_problem(draft jsonb) RETURNS text
-            LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
-            DECLARE
-                k text;
-                v jsonb;
-            BEGIN
-                IF draft IS NULL OR jsonb_typeof(draft) <> 'object' THEN
-                    RETURN 'expected a draft object such as {"to":"bob","body":"hi"}, got ' || coalesce(jsonb_typeof(draft), 'null');
-                END IF;
-                IF jsonb_typeof(draft->'to') IS DISTINCT FROM 'string' OR draft->>'to' = '' THEN
-                    RETURN CASE WHEN draft->'to' IS NULL OR jsonb_typeof(draft->'to') = 'null' THEN 'missing field "to"'
-                                ELSE 'field "to" must be a non-empty string' END;
-                END IF;
-                IF jsonb_typeof(draft->'body') IS DISTINCT FROM 'string' THEN
-                    RETURN CASE WHEN draft->'body' IS NULL OR jsonb_typeof(draft->'body') = 'null' THEN 'missing field "body"'
-                                ELSE 'field "body" must be a string, not ' || jsonb_typeof(draft->'body') END;
-                END IF;
-                IF coalesce(jsonb_typeof(draft->'from'), 'null') NOT IN ('string', 'null') THEN
-                    RETURN 'field "from" must be a string, not ' || jsonb_typeof(draft->'from');
-                END IF;
-                IF coalesce(jsonb_typeof(draft->'headers'), 'null') NOT IN ('object', 'null') THEN
-                    RETURN 'field "headers" must be an object of strings';
-                END IF;
-                IF jsonb_typeof(draft->'headers') = 'object' THEN
-                    FOR k, v IN SELECT * FROM jsonb_each(draft->'headers') LOOP
-                        IF jsonb_typeof(v) <> 'string' THEN
-                            RETURN 'field "headers.' || k || '" must be a string';
-                        END IF;
-                    END LOOP;
-                END IF;
-                FOREACH k IN ARRAY ARRAY['not_before', 'expires_at'] LOOP
-                    IF coalesce(jsonb_typeof(draft->k), 'null') <> 'null' AND (jsonb_typeof(draft->k) <> 'string'
-                        OR (draft->>k) !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$') THEN
-                        RETURN 'field "' || k || '" must be an RFC 3339 time such as 2026-11-22T13:08:00.123Z';
-                    END IF;
-                END LOOP;
-                IF coalesce(jsonb_typeof(draft->'id'), 'null') <> 'null' AND (jsonb_typeof(draft->'id') <> 'string'
-                    OR (draft->>'id') !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
-                    RETURN 'field "id" must be a lower-case UUID such as 01890a5d-ac96-774b-bcce-b302099a8057';
-                END IF;
-                RETURN NULL;
-            END
-            $f$
-            """,
+            draftProblem(s, replacing: false),
             // Stores a draft already checked; its id.
             """
             CREATE FUNCTION \(s).enqueue_checked(draft jsonb) RETURNS uuid
@@ -141,5 +99,72 @@ enum PostgresInboxSchema {
             """,
             "REVOKE ALL ON FUNCTION \(s).draft_problem(jsonb), \(s).enqueue_checked(jsonb), \(s).enqueue(jsonb), \(s).enqueue_all(jsonb) FROM PUBLIC",
         ]
+    }
+
+    /// What is wrong with a draft, or NULL: the checks msg compose makes that SQL can
+    /// make, and two more: a draft over msg's record limit, which msg would refuse
+    /// after the application's commit, and a header named as a field (`subject`,
+    /// which would be kept as an unknown field and the mail sent without it).
+    /// `replacing`: schema 10 replaces schema 9's.
+    static func draftProblem(_ s: String, replacing: Bool) -> String {
+        """
+        CREATE \(replacing ? "OR REPLACE " : "")FUNCTION \(s).draft_problem(draft jsonb) RETURNS text
+        LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $f$
+        DECLARE
+            k text;
+            v jsonb;
+        BEGIN
+            IF draft IS NULL OR jsonb_typeof(draft) <> 'object' THEN
+                RETURN 'expected a draft object such as {"to":"bob","body":"hi"}, got ' || coalesce(jsonb_typeof(draft), 'null');
+            END IF;
+            IF octet_length(draft::text) > \(RecordLimits.maxRecordBytes) THEN
+                RETURN 'the draft is ' || octet_length(draft::text) || ' bytes, over msg''s limit of \(RecordLimits.maxRecordBytes) bytes (1 MiB)';
+            END IF;
+            FOR k IN SELECT jsonb_object_keys(draft) LOOP
+                IF \(headerNames) ? lower(replace(k, '-', '_')) THEN
+                    RETURN 'unknown field "' || k || '" (did you mean "headers.' || (\(headerNames) ->> lower(replace(k, '-', '_'))) || '"?)';
+                END IF;
+            END LOOP;
+            IF jsonb_typeof(draft->'to') IS DISTINCT FROM 'string' OR draft->>'to' = '' THEN
+                RETURN CASE WHEN draft->'to' IS NULL OR jsonb_typeof(draft->'to') = 'null' THEN 'missing field "to"'
+                            ELSE 'field "to" must be a non-empty string' END;
+            END IF;
+            IF jsonb_typeof(draft->'body') IS DISTINCT FROM 'string' THEN
+                RETURN CASE WHEN draft->'body' IS NULL OR jsonb_typeof(draft->'body') = 'null' THEN 'missing field "body"'
+                            ELSE 'field "body" must be a string, not ' || jsonb_typeof(draft->'body') END;
+            END IF;
+            IF coalesce(jsonb_typeof(draft->'from'), 'null') NOT IN ('string', 'null') THEN
+                RETURN 'field "from" must be a string, not ' || jsonb_typeof(draft->'from');
+            END IF;
+            IF coalesce(jsonb_typeof(draft->'headers'), 'null') NOT IN ('object', 'null') THEN
+                RETURN 'field "headers" must be an object of strings';
+            END IF;
+            IF jsonb_typeof(draft->'headers') = 'object' THEN
+                FOR k, v IN SELECT * FROM jsonb_each(draft->'headers') LOOP
+                    IF jsonb_typeof(v) <> 'string' THEN
+                        RETURN 'field "headers.' || k || '" must be a string';
+                    END IF;
+                END LOOP;
+            END IF;
+            FOREACH k IN ARRAY ARRAY['not_before', 'expires_at'] LOOP
+                IF coalesce(jsonb_typeof(draft->k), 'null') <> 'null' AND (jsonb_typeof(draft->k) <> 'string'
+                    OR (draft->>k) !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$') THEN
+                    RETURN 'field "' || k || '" must be an RFC 3339 time such as 2026-11-22T13:08:00.123Z';
+                END IF;
+            END LOOP;
+            IF coalesce(jsonb_typeof(draft->'id'), 'null') <> 'null' AND (jsonb_typeof(draft->'id') <> 'string'
+                OR (draft->>'id') !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') THEN
+                RETURN 'field "id" must be a lower-case UUID such as 01890a5d-ac96-774b-bcce-b302099a8057';
+            END IF;
+            RETURN NULL;
+        END
+        $f$
+        """
+    }
+
+    /// The headers a draft names as fields by mistake (DraftFields), as a jsonb literal.
+    private static var headerNames: String {
+        let pairs = DraftFields.headers.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\"\($0.value)\"" }
+        return "'{\(pairs.joined(separator: ","))}'::jsonb"
     }
 }

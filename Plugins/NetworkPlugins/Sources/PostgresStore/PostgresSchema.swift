@@ -16,7 +16,7 @@ import PostgresNIO
 /// (``PostgresLedger``); `inbox` and the functions that fill it (``PostgresInboxSchema``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 9
+    static let current = 10
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -62,7 +62,10 @@ enum PostgresSchema {
         PostgresLedger.tables(s),
         // Version 9: the inbox an application fills in its own transactions with
         // enqueue() (``PostgresInboxSchema``), empty at first.
-        PostgresInboxSchema.tables(s)]
+        PostgresInboxSchema.tables(s),
+        // Version 10: enqueue() refuses a draft over msg's record limit and a header
+        // named as a field, inside the application's transaction.
+        [PostgresInboxSchema.draftProblem(s, replacing: true)]]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);
