@@ -29,6 +29,7 @@ struct ComposeCommand: SessionCommand {
             transform: ArgumentValue.futureTime)
     var expiresAt: Timestamp?
     @Flag(help: "Also store the records durably, then print them.") var enqueue = false
+    @Flag(help: "Refuse a draft with a field msg does not know (without it, each such field is named once and kept).") var strict = false
 
     func validate() throws {
         if body == nil && Invocation.current.inputIsTerminal {
@@ -42,7 +43,8 @@ struct ComposeCommand: SessionCommand {
                                        notBefore: notBefore, expiresAt: expiresAt)
         let store = enqueue ? try session.store() : nil
         let console = session.console
-        try finish(try Composer(drafts: Drafts(defaults: defaults), store: store, onError: input.onError, console: console)
+        let unknown: UnknownFields = strict ? .refuse : .warn(UnknownFieldNotes(reporter: session.reporter))
+        try finish(try Composer(drafts: Drafts(defaults: defaults, unknown: unknown), store: store, onError: input.onError, console: console)
             .run(to: to, body: body, progress: console.progress(enqueue ? "stored" : "composed")))
     }
 }

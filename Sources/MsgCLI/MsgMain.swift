@@ -45,8 +45,14 @@ public enum MsgMain {
         }
     }
 
-    /// Runs msg with `arguments` and returns the exit status.
+    /// Runs msg with `arguments` and returns the exit status. Bad input lines
+    /// counted and not said are summed up last (``Reporter/finish()``).
     public static func run(arguments: [String]) -> Int32 {
+        defer { Invocation.current.reporter.finish() }
+        return runCommand(arguments: arguments)
+    }
+
+    static func runCommand(arguments: [String]) -> Int32 {
         // `--version` does no work, so it does not pay for building the command tree.
         if arguments == ["--version"] || arguments == ["-V"] || arguments == ["version"] {
             let out = ByteOutput()
@@ -80,7 +86,7 @@ public enum MsgMain {
                 Diagnostics.say(line)
                 return MsgError.Code.usage.exitCode
             }
-            if let joined = OptionCheck.joiningNegativeValues(arguments) { return run(arguments: joined) }
+            if let joined = OptionCheck.joiningNegativeValues(arguments) { return runCommand(arguments: joined) }
             // A command-line error is one line, as every error of msg (msg(1)); the
             // usage is in --help.
             Diagnostics.say(oneLine(MsgCommand.message(for: error), arguments: arguments))

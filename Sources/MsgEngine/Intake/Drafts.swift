@@ -1,4 +1,5 @@
 import MsgKit
+import MsgSupport
 
 /// Turns drafts (`{"to","body",…}`) into new queued records, as `compose` does.
 public struct Drafts: Sendable {
@@ -22,11 +23,15 @@ public struct Drafts: Sendable {
     private let ids: UUIDv7Generator
     private let defaults: Defaults
     private let clock: @Sendable () -> Timestamp
+    private let unknown: UnknownFields
 
-    /// Completes drafts with ids from `ids`, times from `clock`, and `defaults`.
-    public init(ids: UUIDv7Generator = UUIDv7Generator(), defaults: Defaults = Defaults(), clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
+    /// Completes drafts with ids from `ids`, times from `clock`, and `defaults`;
+    /// fields msg does not know are treated as `unknown` says.
+    public init(ids: UUIDv7Generator = UUIDv7Generator(), defaults: Defaults = Defaults(), unknown: UnknownFields = .keep,
+                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
         self.ids = ids
         self.defaults = defaults
+        self.unknown = unknown
         self.clock = clock
     }
 
@@ -39,7 +44,8 @@ public struct Drafts: Sendable {
 
     /// Completes one draft (read by ``Draft``). An `id` it carries is kept (it is the
     /// idempotency key); fields msg does not know are kept; a draft's headers are set
-    /// over the default ones.
+    /// over the default ones; unknown fields are kept, noted or refused as the
+    /// drafts were made to (``UnknownFields``).
     /// - Throws: `badInput` naming the missing or wrong field.
     public func complete(_ json: JSONValue) throws(MsgError) -> Message {
         try complete(json, id: nil, createdAt: nil)
@@ -50,6 +56,11 @@ public struct Drafts: Sendable {
     /// - Throws: `badInput` naming the missing or wrong field.
     public func complete(_ json: JSONValue, id: String?, createdAt: Timestamp?) throws(MsgError) -> Message {
         let draft = try Draft(json: json)
+        switch unknown {
+        case .keep: break
+        case .warn(let notes): for field in draft.extra { notes.note(field.key) }
+        case .refuse: if let field = draft.extra.first { throw MsgError(.badInput, DraftFields.unknown(field.key)) }
+        }
         guard let to = draft.to ?? defaults.to else { throw MsgError(.badInput, "missing field \"to\"") }
         var headers = defaults.headers
         headers.merge(draft.headers)
