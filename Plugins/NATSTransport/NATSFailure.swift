@@ -20,16 +20,20 @@ enum NATSFailure {
         }
     }
 
-    /// The failure of one publish on `subject`; `fixedSubject`: every message goes
-    /// there, so a subject no stream takes is the configuration's fault, not the
-    /// message's.
+    /// The failure of one publish on `subject`. A subject no stream takes is the
+    /// configuration's fault, never the message's: with a `fixedSubject` every
+    /// message goes there, so the run stops (`config`); with a subject made per
+    /// message the others may have streams, so this one stays queued and is tried
+    /// again by the policy (`unreachable`), until a stream takes it. Only a stream's
+    /// own refusal (its limits, its size) makes a message dead.
     static func publishing(_ status: natsStatus, code: Int, text: String, subject: String, fixedSubject: Bool) -> MsgError {
         switch status {
         case NATS_TIMEOUT:
             return MsgError(.timeout, "nats: no acknowledgement from JetStream for \(subject) within the deadline")
         case NATS_NO_RESPONDERS:
             let what = "nats: no stream takes subject \(subject) (no responders)"
-            return fixedSubject ? MsgError(.config, what + "; add a stream for it, or fix the URL") : MsgError(.rejected, what)
+            return fixedSubject ? MsgError(.config, what + "; add a stream for it, or fix the URL")
+                : MsgError(.unreachable, what + "; kept queued until a stream takes it (add one, or fix the URL's subject)")
         case NATS_CONNECTION_CLOSED, NATS_CONNECTION_DISCONNECTED, NATS_NO_SERVER, NATS_IO_ERROR, NATS_STALE_CONNECTION, NATS_DRAINING:
             return MsgError(.unreachable, "nats: the connection was lost before JetStream acknowledged \(subject): \(text)")
         case NATS_NOT_PERMITTED:
@@ -44,8 +48,9 @@ enum NATSFailure {
             switch code {
             case 10008, 10023, 10074:   // cluster not available, insufficient resources, cluster no peers
                 return MsgError(.remote, described)
-            case 10060 where fixedSubject:   // the stream= named is not the one the URL's subject reaches
-                return MsgError(.config, described + "; fix stream= or the subject")
+            case 10060:   // the stream= named is not the one the subject reaches: the URL's fault
+                return fixedSubject ? MsgError(.config, described + "; fix stream= or the subject")
+                    : MsgError(.unreachable, described + "; kept queued (fix stream= or the subject)")
             default:
                 return MsgError(.rejected, described)
             }
