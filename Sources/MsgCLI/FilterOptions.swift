@@ -84,21 +84,20 @@ struct FilterOptions: ParsableArguments {
     /// The listing of the filter.
     func listing() -> Listing { match.listing(statuses: status.union, limit: limit) }
 
-    /// The store query, restricted to the ids on stdin when it is a pipe or a file
-    /// (so `msg queue add | msg queue ls` lists what was just stored), as every
-    /// command that takes ids (``TargetOptions``).
+    /// The store query, restricted to the ids given as arguments, else to those on
+    /// stdin when it is a pipe or a file (so `msg queue add | msg queue ls` lists what
+    /// was just stored), as every command that takes ids (``TargetOptions``).
     /// - Returns: the query, nil when stdin named no message (then nothing is
     ///   listed), and the number of bad stdin lines.
-    /// - Throws: `badInput` when stdin cannot be read.
-    func queryWithTargets() throws(MsgError) -> (Query?, Int) {
+    /// - Throws: `badInput` when stdin cannot be read; `notFound` or `usage` for a
+    ///   part of an id that names none or several.
+    func queryWithTargets(_ targets: TargetOptions, _ session: Session) throws(MsgError) -> (Query?, Int) {
         var q = query()
-        let invocation = Invocation.current
-        guard invocation.inputBringsIDs else { return (q, 0) }
-        var reader = NDJSONReader(fd: invocation.input)
-        let targets = try TargetReader.read(&reader, reporter: invocation.reporter)
-        guard !targets.ids.isEmpty else { return (nil, targets.badLines) }
-        q.ids = Set(targets.ids)
-        return (q, targets.badLines)
+        let (ids, badLines) = try targets.resolve(session, .read)
+        guard let ids else { return (q, 0) }
+        guard !ids.isEmpty else { return (nil, badLines) }
+        q.ids = Set(ids)
+        return (q, badLines)
     }
 
     /// The store query.

@@ -40,8 +40,8 @@ struct LedgerCheckpointCommand: SessionCommand {
         commandName: "checkpoint",
         abstract: "Print a signed checkpoint of the ledger (its size, root and time) as one JSON line, to keep elsewhere.",
         discussion: """
-        Keep the lines where the store's writers cannot change them (a git repository, \\
-        a mail, a transparency log): msg ledger verify --checkpoint then proves the \\
+        Keep the lines where the store's writers cannot change them (a git repository, \
+        a mail, a transparency log): msg ledger verify --checkpoint then proves the \
         ledger still begins with what each of them signed.
         """
     )
@@ -63,9 +63,9 @@ struct LedgerVerifyCommand: SessionCommand {
         commandName: "verify",
         abstract: "Check the ledger against every message in the store, and against signed checkpoints.",
         discussion: """
-        Exits 0 and prints the ledger's size and root when every message and change \\
-        is as the ledger holds it and the ledger begins with each checkpoint; \\
-        otherwise names, first, the message or change that differs, on stderr, \\
+        Exits 0 and prints the ledger's size and root when every message and change \
+        is as the ledger holds it and the ledger begins with each checkpoint; \
+        otherwise names, first, the message or change that differs, on stderr, \
         and exits 65.
         """
     )

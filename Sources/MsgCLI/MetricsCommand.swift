@@ -13,9 +13,9 @@ struct MetricsCommand: SessionCommand {
         commandName: "metrics",
         abstract: "Print the queue's metrics in Prometheus text format (for cron, or node_exporter's textfile collector).",
         discussion: """
-        Messages by status, messages due and the queue's lag (age of the oldest due \\
-        message), attempts by outcome and error code, enqueue-to-sent latency, \\
-        deliveries and failures of the busiest destinations, destinations suspended, \\
+        Messages by status, messages due and the queue's lag (age of the oldest due \
+        message), attempts by outcome and error code, enqueue-to-sent latency, \
+        deliveries and failures of the busiest destinations, destinations suspended, \
         paused or with an open breaker. Reads the store; changes nothing.
         """
     )

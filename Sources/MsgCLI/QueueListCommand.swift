@@ -8,13 +8,14 @@ struct QueueListCommand: SessionCommand {
         commandName: "ls",
         abstract: "List stored messages in FIFO order (created_at, then id).",
         discussion: """
-        When stdin is a pipe or a file, only the messages it names are listed (records,
-        {"id":…} objects or bare ids, one per line), and none when it names none. So
-        `msg queue add < in | msg queue ls` lists what was just stored.
+        Only the messages given as ids, or, when stdin is a pipe or a file, those it
+        names (records, {"id":…} objects or bare ids, one per line), and none when it
+        names none. So `msg queue add < in | msg queue ls` lists what was just stored.
         """
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
     @OptionGroup var filters: FilterOptions
     @Option(help: "ndjson, json, csv or table (default: table on a terminal, else ndjson).") var format: OutputFormat?
     @Flag(help: "Include each record's history (not in a table).") var history = false
@@ -24,7 +25,7 @@ struct QueueListCommand: SessionCommand {
     }
 
     func run(_ session: Session) throws {
-        let (given, badLines) = try filters.queryWithTargets()
+        let (given, badLines) = try filters.queryWithTargets(targets, session)
         guard let query = given else { return try _ = nothingGiven([], badLines: badLines, session) }
         let store = try session.store(.read)
         let chosen = format ?? session.console.format
@@ -46,10 +47,11 @@ struct QueueCountCommand: SessionCommand {
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var targets: TargetOptions
     @OptionGroup var filters: FilterOptions
 
     func run(_ session: Session) throws {
-        let (given, badLines) = try filters.queryWithTargets()
+        let (given, badLines) = try filters.queryWithTargets(targets, session)
         let n = try given.map { (query) throws(MsgError) in try Listing(query: query, filter: filters.filter()).count(in: session.store(.read)) } ?? 0
         let out = session.console.buffer()
         out.write("\(n)\n")

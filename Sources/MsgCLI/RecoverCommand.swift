@@ -22,7 +22,11 @@ struct RecoverCommand: SessionCommand {
     func run(_ session: Session) throws {
         let (ids, badLines) = try targets.resolve(session, .send)
         if try nothingGiven(ids, badLines: badLines, session) { return }
-        let writer = session.console.writer()
+        // On a terminal, the progress line and the summary instead of the records.
+        let console = session.console.forRecordsOfARun
+        let writer = console.writer()
+        let progress = console.progress(dryRun ? "looked at" : "recovered")
+        var done = 0
         let recoverer = Recoverer(store: try session.store(.send), transport: try session.transport(), staleAfter: staleAfter)
         writer.flushEveryLine = false
         let events = dryRun ? nil : try eventOptions.sink(session)
@@ -32,7 +36,10 @@ struct RecoverCommand: SessionCommand {
             events?.emit(DeliveryEvent(.recovered, at: now, destination: r.message.to, id: r.message.id, status: r.message.status,
                                        attempts: r.message.attempts))
             try writer.writeWithoutHistory(r)
+            done += 1
+            progress.update(done)
         }
+        progress.finish()
         try writer.finish()
         if summary.total > 0 {
             let verb = dryRun ? "would recover" : "recovered"

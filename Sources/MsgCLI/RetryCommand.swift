@@ -53,8 +53,10 @@ struct RetryCommand: SessionCommand {
             session.reporter.say("dry run: would \(dead ? "redrive" : "retry") \(n) message\(n == 1 ? "" : "s"); nothing changed")
             return try finish(badLines > 0 ? 65 : 0)
         }
+        // On a terminal, the progress line and the summary instead of the records.
+        let console = session.console.forRecordsOfARun
         if dead {
-            let writer = session.console.writer()
+            let writer = console.writer()
             writer.flushEveryLine = false
             let (moved, damaged) = try Redrive.run(store: try session.store(), targets: ids.map { Array($0.prefix(limit ?? .max)) }, limit: limit ?? .max,
                                                         now: .now(), expiresAt: expiresAt, reason: reason) { (r) throws(MsgError) in
@@ -79,12 +81,12 @@ struct RetryCommand: SessionCommand {
         options.pace = pace
         options.leavesScanHint = true
         let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
-                                  options: options, faults: try FaultPoints(), console: session.console, stop: stopping.request,
+                                  options: options, faults: try FaultPoints(), console: console, stop: stopping.request,
                                   openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
-            .run(progress: session.console.progress("retried"))
+            .run(progress: console.progress("retried"))
         try RunEnding(taking: .failed, notDue: "retry --now sends it now",
                       other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"], explicit: explicit,
-                      badLines: badLines)
+                      badLines: badLines, onTerminal: session.console.outputIsTerminal)
             .end(summary, session, checkpoint: checkpoint, seed: checkpointSeed)
     }
 }

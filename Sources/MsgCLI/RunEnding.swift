@@ -18,6 +18,9 @@ struct RunEnding {
     /// `flush --watch`: stopped as asked, it has done its job (exit 0), and its
     /// holds were said as they came.
     var watch = false
+    /// Whether the records went to a terminal, where they are not printed: then a
+    /// run that went well says what it did too.
+    var onTerminal = false
 
     func end(_ summary: Flusher.Summary, _ session: Session, checkpoint: CheckpointOptions, seed: [UInt8]?) throws {
         if !watch { summary.reportHolds(to: session.reporter) }
@@ -30,7 +33,7 @@ struct RunEnding {
             if stopped != .closedOutput, let line = summary.stopLine { session.console.say(line) }
             return try finish(watch && stopped != .closedOutput ? 0 : stopped.exitStatus)
         }
-        if let line = summary.failureLine { session.console.say(line) }
+        if let line = summary.failureLine ?? (onTerminal ? summary.doneLine : nil) { session.console.say(line) }
         // The transport cannot deliver as configured: what was not attempted is back
         // in the queue as it was; the error is the command's (78).
         if let error = summary.misconfigured { throw error }

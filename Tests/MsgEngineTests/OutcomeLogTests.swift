@@ -50,8 +50,20 @@ import Testing
         let gaveUp = try #require(log.outcome(try failed(53, attempts: 9, dead: true, at: dead), destination: "api", now: dead))
         #expect(gaveUp.contains(" dead after 9 attempts: remote: 503 Service Unavailable"), "\(gaveUp)")
         let back = try #require(log.outcome(try sent(54, at: t0.adding(.seconds(300))), destination: "api", now: t0.adding(.seconds(300))))
-        #expect(back == "destination api: delivering again after 52 failures in 5m, 2 dead")
+        #expect(back == "destination api: delivering again after 52 failures in 5 min, 2 dead")
         #expect(log.outcome(try sent(55, at: t0.adding(.seconds(301))), destination: "api", now: t0.adding(.seconds(301))) == nil)
         #expect(!(first + next + back).contains("\n"), "one line each")
+    }
+}
+
+/// Durations in a sentence read as a person says them, two units at most.
+@Suite struct HumanDurationTests {
+    @Test func eachRangeReadsInItsUnits() {
+        let cases: [(Int64, String)] = [
+            (0, "0 ms"), (850, "850 ms"), (1000, "1 s"), (4200, "4.2 s"), (9999, "9.9 s"), (42_000, "42 s"),
+            (60_000, "1 min"), (211_155, "3 min 31 s"), (3_600_000, "1 h"), (7_500_000, "2 h 5 min"),
+            (86_400_000, "1 d"), (273_600_000, "3 d 4 h"),
+        ]
+        for (ms, text) in cases { #expect(HumanDuration.text(milliseconds: ms) == text, "\(ms) ms") }
     }
 }

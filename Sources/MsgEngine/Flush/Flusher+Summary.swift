@@ -29,6 +29,24 @@ extension Flusher {
         public var holds: [String] = []
         /// Breakers opened and closed, one line each.
         public var notices: [String] = []
+        /// With ``Flusher/Options/tracksMessages`` (a watch): the messages whose last
+        /// attempt failed and that wait for a retry, and those sent or dead since,
+        /// so that runs added together count each message once, by what it is left as.
+        public var tracksMessages = false
+        public private(set) var failing: Set<String> = []
+        private var settled: Set<String> = []
+
+        /// Notes that message `id` was left failing, or was settled (sent, dead).
+        mutating func settle(_ id: String, failing left: Bool) {
+            guard tracksMessages else { return }
+            if left {
+                failing.insert(id)
+                settled.remove(id)
+            } else {
+                settled.insert(id)
+                failing.remove(id)
+            }
+        }
 
         public init(sent: Int = 0, deferred: Int = 0, dead: Int = 0) {
             self.sent = sent
@@ -56,6 +74,11 @@ extension Flusher {
             damaged += other.damaged
             deferred += other.deferred
             dead += other.dead
+            if other.tracksMessages {
+                tracksMessages = true
+                failing.subtract(other.settled)
+                failing.formUnion(other.failing)
+            }
             released += other.released
             stopped = other.stopped ?? stopped
             misconfigured = other.misconfigured ?? misconfigured
@@ -70,11 +93,20 @@ extension Flusher {
         }
 
         /// What a user reads on stderr when a stop request ended the run, e.g.
-        /// `stopping (SIGTERM): 3 sent, 0 deferred, 0 dead; 1021 not attempted were put back untouched`.
+        /// `stopping (SIGTERM): 3 sent, 0 deferred, 0 dead; 1021 not attempted were put back untouched`,
+        /// or for a watch `stopping (SIGTERM): 30 sent, 2 left to retry, 0 dead`.
         public var stopLine: String? {
             guard let stopped else { return nil }
             let back = released > 0 ? "; \(released) not attempted were put back untouched" : ""
-            return "stopping (\(stopped.name)): \(sent) sent, \(deferred) deferred, \(dead) dead\(back)"
+            // Runs added together (a watch) count messages by what they are left as.
+            let waiting = tracksMessages ? "\(failing.count) left to retry" : "\(deferred) deferred"
+            return "stopping (\(stopped.name)): \(sent) sent, \(waiting), \(dead) dead\(back)"
+        }
+
+        /// What a person at a terminal reads when everything went out: `3 sent`,
+        /// or `nothing was due`.
+        public var doneLine: String {
+            sent + released + heldBack == 0 ? "nothing was due" : "\(sent) sent"
         }
 
         /// What a user reads on stderr when not everything went out, e.g.

@@ -49,6 +49,10 @@ public final class Flusher {
         /// Leave where the scan stopped in the store for the next run of another
         /// process (``ScanHint``): one-shot `flush` and `retry`; a watch keeps its scan.
         public var leavesScanHint = false
+        /// Keep which messages were left failing and which were settled
+        /// (``Summary/failing``), so a watch's summary of many runs counts messages,
+        /// not attempts.
+        public var tracksMessages = false
         public init() {}
     }
 
@@ -155,6 +159,7 @@ public final class Flusher {
             stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.ledger != nil))
         defer { dispatcher.close() }
         var summary = Summary()
+        summary.tracksMessages = options.tracksMessages
         var notes = RunNotes(countsPerKey: claimer.maxPerKey != nil)
         while try step(&machine, &notes, claimer, desk, dispatcher, misconfigured, into: &summary) {}
         try end(claimer, desk, &notes, &machine, started: started, misconfigured, into: &summary)

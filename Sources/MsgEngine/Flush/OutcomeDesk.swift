@@ -86,11 +86,13 @@ package final class OutcomeDesk {
             switch status {
             case .sent, .delivered:
                 summary.sent += 1
+                summary.settle(change.record.message.id, failing: false)
                 said(change.record, destination: item.key, now: now)
             case .dead:
                 died(change.record, destination: item.key, now: now, into: &summary)
             default:
                 summary.deferred += 1
+                summary.settle(change.record.message.id, failing: true)
                 summary.lastFailure = change.record.message.lastError
                 said(change.record, destination: item.key, now: now)
             }
@@ -170,6 +172,7 @@ package final class OutcomeDesk {
     /// counted, emitted, told and printed.
     private func died(_ r: EncodedMessage, destination: String, now: Timestamp, into summary: inout Flusher.Summary) {
         summary.dead += 1
+        summary.settle(r.message.id, failing: false)
         summary.lastFailure = r.message.lastError
         events?.emit(.dead(r.message, destination: destination, at: now))
         said(r, destination: destination, now: now)

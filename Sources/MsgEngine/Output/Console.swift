@@ -66,6 +66,21 @@ public struct Console: Sendable {
         NDJSONWriter(output: buffer(), flushEveryLine: flushEveryLine)
     }
 
+    /// The console of a command that prints a record for each message it changes
+    /// (`flush`, `retry`, `recover`): into a pipe or a file, this one; on a terminal,
+    /// one whose records go nowhere, so that a person reads the progress line and
+    /// the summary on stderr instead of raw JSON (as `queue ls` chooses a table).
+    public var forRecordsOfARun: Console {
+        guard outputIsTerminal else { return self }
+        var quiet = self
+        quiet.output = Self.discard
+        quiet.outputIsTerminal = false
+        return quiet
+    }
+
+    /// /dev/null, open for writing for the life of the process.
+    private static let discard: Int32 = open("/dev/null", O_WRONLY | O_CLOEXEC)
+
     /// `table` on a terminal, `ndjson` otherwise: what a listing prints without `--format`.
     public var format: OutputFormat { outputIsTerminal ? .table : .ndjson }
 

@@ -31,7 +31,7 @@ public struct OutcomeLog: Sendable {
         case .sent, .delivered:
             guard let f = failing.removeValue(forKey: destination) else { return nil }
             let span = MsgDuration(milliseconds: max(0, now.milliseconds - f.since.milliseconds))
-            return "destination \(destination): delivering again after \(f.failures) failure\(f.failures == 1 ? "" : "s") in \(span)"
+            return "destination \(destination): delivering again after \(f.failures) failure\(f.failures == 1 ? "" : "s") in \(HumanDuration.text(span))"
                 + (f.dead > 0 ? ", \(f.dead) dead" : "")
         case .failed, .dead:
             var f = failing[destination] ?? Failing(since: now)

@@ -94,9 +94,9 @@ enum ResponseClassifier {
                 return MsgError(.remote, "cannot connect to \(host): no such host (the name does not exist); counted as a failed attempt")
             }
             if let dns = e.dnsAError ?? e.dnsAAAAError { return MsgError(.unreachable, "cannot resolve \(host): \(dns)") }
-            return MsgError(.unreachable, "cannot connect to \(host): \(e.connectionErrors.first.map { "\($0.error)" } ?? "no address answered")")
+            return MsgError(.unreachable, "cannot connect to \(host): \(e.connectionErrors.first.map { reason($0.error) } ?? "no address answered")")
         }
-        if let e = error as? IOError { return MsgError(.unreachable, "cannot connect to \(host): \(e)") }
+        if error is IOError { return MsgError(.unreachable, "cannot connect to \(host): \(reason(error))") }
         if error is ChannelError { return MsgError(.unreachable, "cannot connect to \(host): \(error)") }
         if error is SocketAddressError {
             if HostLookup.check(HostLookup.hostName(ofAuthority: host)) == .noSuchHost {
@@ -107,9 +107,16 @@ enum ResponseClassifier {
         return MsgError(.remote, "HTTP request to \(host) failed: \(error)")
     }
 
+    /// A system call's error as the system says it (`Connection refused`), read once:
+    /// not NIO's `connection reset (error set): Connection refused (errno: 111)`.
+    static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return SystemCalls.describe(io.errnoCode) }
+        return "\(error)"
+    }
+
     /// An error's text, at most 200 characters.
     static func short(_ error: any Error) -> String {
-        let text = "\(error)"
+        let text = reason(error)
         return text.count > 200 ? String(text.prefix(200)) + "…" : text
     }
 
