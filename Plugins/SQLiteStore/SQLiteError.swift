@@ -32,16 +32,25 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
         switch primary {
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return MsgError(.corrupt, "store \(path) is damaged (\(String(cString: sqlite3_errstr(code)))) while \(what)", underlying: self)
+        case SQLITE_READONLY where Self.onReadOnlyFileSystem(path):
+            return MsgError(.storeIO, "store \(path) cannot be written: it is on a read-only file system (while \(what))", underlying: self)
         case SQLITE_READONLY:
             return MsgError(.noPermission, "store \(path) cannot be written by this user: the file or its directory is read-only to it (while \(what))", underlying: self)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return MsgError(.storeIO, "store \(path) stayed locked by another process while \(what)", underlying: self)
-        case SQLITE_CANTOPEN where systemErrno == EACCES || systemErrno == EPERM || systemErrno == EROFS, SQLITE_PERM, SQLITE_AUTH:
+        case SQLITE_CANTOPEN where systemErrno == EACCES || systemErrno == EPERM, SQLITE_PERM, SQLITE_AUTH:
             return MsgError(.noPermission, "cannot open store \(path): \(SystemCalls.describe(systemErrno == 0 ? EACCES : systemErrno))", underlying: self)
         case SQLITE_CANTOPEN:
             return MsgError(.storeIO, "cannot open store \(path) (\(String(cString: sqlite3_errstr(code))))", underlying: self)
         default:
             return MsgError(.storeIO, "store \(path): \(String(cString: sqlite3_errstr(code))) while \(what)", underlying: self)
         }
+    }
+
+    /// Whether the file system holding `path` is mounted read-only: then a refused
+    /// write is the store's trouble (74), not this user's permission (77).
+    static func onReadOnlyFileSystem(_ path: String) -> Bool {
+        var fs = statvfs()
+        return statvfs(SystemCalls.directory(of: path), &fs) == 0 && fs.f_flag & UInt(ST_RDONLY) != 0
     }
 }

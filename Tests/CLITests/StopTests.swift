@@ -46,7 +46,7 @@ import Testing
         #expect(c.first == "sending 0", "\(c)")
         let sent = Int(c[1].split(separator: " ")[1]) ?? -1, queued = Int(c[2].split(separator: " ")[1]) ?? -1
         #expect(sent > 0 && queued > 0 && sent + queued == 2000, "\(c)")
-        #expect(line.contains("\(sent) sent, 0 deferred, 0 dead; "), "\(line)")
+        #expect(line.contains("\(sent) sent, 0 left to retry, 0 dead; "), "\(line)")
     }
 
     @Test

@@ -25,6 +25,8 @@ import Testing
         let loader = PluginLoader()
         try StoreConformance.run(freshURL: {
             n += 1
+            // A store's directory is there before it: msg makes none (StoreFile).
+            mkdir("\(dir)/\(n)", 0o700)
             return "\(kind):\(dir)/\(n)/queue.\(kind)"
         }, open: { url, access in OutageRidingStore(try loader.openStore(url, access: access), outage: Self.outage()) })
     }

@@ -12,6 +12,8 @@ import Testing
         var n = 0
         try StoreConformance.run(freshURL: {
             n += 1
+            // A store's directory is there before it: msg makes none (StoreFile).
+            mkdir("\(dir)/\(n)", 0o700)
             return "sqlite:\(dir)/\(n)/queue.sqlite"
         }, open: { url, access in try loader.openStore(url, access: access) })
     }

@@ -51,8 +51,9 @@ public enum OutputPath {
         guard lstat(path, &st) == 0 else {
             if errno == ENOENT {
                 let directory = SystemCalls.directory(of: path)
+                // The command line's mistake (64), or the configuration's where the caller says so.
                 guard SystemCalls.isDirectory(directory) else {
-                    throw MsgError(.usage, "\(option.isEmpty ? "" : option + " ")\(path): the directory \(directory) does not exist; make it first (mkdir -p '\(directory)')")
+                    throw MsgError(code == .config ? .config : .usage, "\(option.isEmpty ? "" : option + " ")\(path): the directory \(directory) does not exist; make it first (mkdir -p '\(directory)')")
                 }
                 return .file
             }

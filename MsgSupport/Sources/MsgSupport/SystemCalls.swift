@@ -18,10 +18,10 @@ public enum SystemCalls {
     }
 
     /// Builds the error for a failed call: "`what`: `strerror`".
-    /// A store's file refused for permission (EACCES, EPERM, EROFS) is `noPermission`
-    /// (exit 77), not damage.
+    /// A store's file refused for permission (EACCES, EPERM) is `noPermission` (exit
+    /// 77), not damage; a read-only file system stays a store I/O error (74).
     public static func error(_ code: MsgError.Code, _ what: String, errno value: Int32 = errno) -> MsgError {
-        let denied = code == .storeIO && (value == EACCES || value == EPERM || value == EROFS)
+        let denied = code == .storeIO && (value == EACCES || value == EPERM)
         return MsgError(denied ? .noPermission : code, "\(what): \(describe(value))", underlying: Errno(value))
     }
 
