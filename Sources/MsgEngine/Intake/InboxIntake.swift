@@ -169,8 +169,11 @@ public struct InboxIntake {
     /// own (``RefusedDrafts``), durable before this returns.
     /// - Throws: what writing that file throws; the row then stays in the inbox.
     static func refused(_ row: InboxRow, _ error: MsgError, keep: RefusedDrafts, now: Timestamp) throws(MsgError) -> EncodedMessage {
-        let inRecord = dead(row, error, now: now, kept: text(row.draft), in: draftKey)
-        if inRecord.json.count <= RecordLimits.maxRecordBytes { return inRecord }
+        // A text over the limit cannot fit, whatever its record: straight to its file.
+        if row.draft.count <= RecordLimits.maxRecordBytes {
+            let inRecord = dead(row, error, now: now, kept: text(row.draft), in: draftKey)
+            if inRecord.json.count <= RecordLimits.maxRecordBytes { return inRecord }
+        }
         let file = try keep.keep(row.draft, id: row.id)
         return dead(row, error, now: now, kept: [JSONValue.Member(draftFileKey, .string(file))], in: file)
     }
