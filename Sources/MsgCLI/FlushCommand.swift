@@ -59,7 +59,6 @@ struct FlushCommand: SessionCommand {
         // A watch says no summary per run: what waits for held destinations is not counted.
         options.countsHeld = !watch
         options.leavesScanHint = !watch
-        options.tracksMessages = watch
         // On a terminal, the progress line and the summary instead of the records.
         let console = session.console.forRecordsOfARun
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,

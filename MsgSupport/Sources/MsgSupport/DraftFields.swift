@@ -22,7 +22,7 @@ public enum DraftFields {
     public static func nearest(to key: String) -> String? {
         let folded = String(key.lowercased().map { $0 == "-" ? "_" : $0 })
         if let header = headers[folded] { return "headers.\(header)" }
-        let scored = known.map { ($0, distance(folded, $0)) }.min { $0.1 < $1.1 }
+        let scored = known.map { ($0, ParameterSpelling.editDistance(folded, $0)) }.min { $0.1 < $1.1 }
         guard let (field, d) = scored, d <= (field.count >= 4 ? 2 : 1) else { return nil }
         return field
     }
@@ -31,22 +31,5 @@ public enum DraftFields {
     public static func unknown(_ key: String) -> String {
         let hint = nearest(to: key).map { " (did you mean \"\($0)\"?)" } ?? ""
         return "unknown field \"\(key)\"\(hint)"
-    }
-
-    /// The edit distance between `a` and `b` (insertions, deletions, substitutions).
-    static func distance(_ a: String, _ b: String) -> Int {
-        let x = Array(a.unicodeScalars), y = Array(b.unicodeScalars)
-        if x.isEmpty || y.isEmpty { return max(x.count, y.count) }
-        var row = Array(0...y.count)
-        for i in 1...x.count {
-            var previous = row[0]
-            row[0] = i
-            for j in 1...y.count {
-                let kept = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (x[i - 1] == y[j - 1] ? 0 : 1))
-                previous = kept
-            }
-        }
-        return row[y.count]
     }
 }

@@ -29,23 +29,13 @@ extension Flusher {
         public var holds: [String] = []
         /// Breakers opened and closed, one line each.
         public var notices: [String] = []
-        /// With ``Flusher/Options/tracksMessages`` (a watch): the messages whose last
-        /// attempt failed and that wait for a retry, and those sent or dead since,
-        /// so that runs added together count each message once, by what it is left as.
-        public var tracksMessages = false
-        public private(set) var failing: Set<String> = []
-        private var settled: Set<String> = []
+        /// The messages left failing, kept when the run was asked to (a watch, whose
+        /// runs are added together: ``Flusher/run(progress:countingMessages:)``).
+        var left: MessagesLeft?
 
         /// Notes that message `id` was left failing, or was settled (sent, dead).
-        mutating func settle(_ id: String, failing left: Bool) {
-            guard tracksMessages else { return }
-            if left {
-                failing.insert(id)
-                settled.remove(id)
-            } else {
-                settled.insert(id)
-                failing.remove(id)
-            }
+        mutating func settle(_ id: String, failing: Bool) {
+            left?.note(id, failing: failing)
         }
 
         public init(sent: Int = 0, deferred: Int = 0, dead: Int = 0) {
@@ -74,10 +64,9 @@ extension Flusher {
             damaged += other.damaged
             deferred += other.deferred
             dead += other.dead
-            if other.tracksMessages {
-                tracksMessages = true
-                failing.subtract(other.settled)
-                failing.formUnion(other.failing)
+            if let later = other.left {
+                left = left ?? MessagesLeft()
+                left?.add(later)
             }
             released += other.released
             stopped = other.stopped ?? stopped
@@ -99,7 +88,7 @@ extension Flusher {
             guard let stopped else { return nil }
             let back = released > 0 ? "; \(released) not attempted were put back untouched" : ""
             // Runs added together (a watch) count messages by what they are left as.
-            let waiting = tracksMessages ? "\(failing.count) left to retry" : "\(deferred) deferred"
+            let waiting = left.map { "\($0.failing.count) left to retry" } ?? "\(deferred) deferred"
             return "stopping (\(stopped.name)): \(sent) sent, \(waiting), \(dead) dead\(back)"
         }
 

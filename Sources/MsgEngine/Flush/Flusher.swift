@@ -49,10 +49,6 @@ public final class Flusher {
         /// Leave where the scan stopped in the store for the next run of another
         /// process (``ScanHint``): one-shot `flush` and `retry`; a watch keeps its scan.
         public var leavesScanHint = false
-        /// Keep which messages were left failing and which were settled
-        /// (``Summary/failing``), so a watch's summary of many runs counts messages,
-        /// not attempts.
-        public var tracksMessages = false
         public init() {}
     }
 
@@ -138,7 +134,9 @@ public final class Flusher {
     /// wait for a destination due within the run's patience. On a stop request,
     /// nothing more is claimed and what was claimed but not attempted goes back
     /// exactly as it was. The lessons of the last outcomes are stored before it ends.
-    public func run(progress: Progress? = nil) throws(MsgError) -> Summary {
+    /// `countingMessages`: the summary keeps which messages were left failing, for
+    /// runs added together (``Watcher``) to count messages, not attempts.
+    public func run(progress: Progress? = nil, countingMessages: Bool = false) throws(MsgError) -> Summary {
         let started = clock()
         if scan.isFresh, let kind = ScanHint.kind(options), let hints = store.capabilities.floors,
            let text = try hints.scanHint(kind) {
@@ -159,7 +157,7 @@ public final class Flusher {
             stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.ledger != nil))
         defer { dispatcher.close() }
         var summary = Summary()
-        summary.tracksMessages = options.tracksMessages
+        if countingMessages { summary.left = MessagesLeft() }
         var notes = RunNotes(countsPerKey: claimer.maxPerKey != nil)
         while try step(&machine, &notes, claimer, desk, dispatcher, misconfigured, into: &summary) {}
         try end(claimer, desk, &notes, &machine, started: started, misconfigured, into: &summary)

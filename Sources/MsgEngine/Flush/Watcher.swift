@@ -44,7 +44,7 @@ public struct Watcher {
                 // run's last claim) then shows as a change, and is flushed at once.
                 let token = try flusher.changeToken()
                 try inboxes?.drain(ridingOut: true)
-                total.add(try flusher.run())
+                total.add(try flusher.run(countingMessages: true))
                 if total.stopped == .closedOutput || total.misconfigured != nil { return total }
                 var until = clock().milliseconds + poll.milliseconds
                 if let due = try flusher.nextDue() { until = min(until, due.milliseconds) }
