@@ -45,6 +45,7 @@ struct DestinationsListCommand: SessionCommand {
                 var json = Destinations.json(e, now: now)
                 if let transport, case .object(var members) = json {
                     members.insert(.init("transport", .string(transport(e.key))), at: 1)
+                    members.insert(.init("route", .string(session.route(for: e.key).origin)), at: 2)
                     json = .object(members)
                 }
                 return json

@@ -53,7 +53,7 @@ struct FlushCommand: SessionCommand {
         let runPolicy = policy.policy(session.settings.retry)
         // A watch is the whole service: it sends what is queued and retries what
         // failed when its next attempt is due, under the same per-destination rules.
-        var options = policy.options(statuses: watch ? [.queued, .failed] : [.queued], policy: runPolicy)
+        var options = policy.options(statuses: watch ? [.queued, .failed] : [.queued], policy: runPolicy, settings: session.settings)
         options.targets = ids
         options.limit = limit
         // A watch says no summary per run: what waits for held destinations is not counted.
@@ -64,6 +64,7 @@ struct FlushCommand: SessionCommand {
         let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
                               options: options, faults: try FaultPoints(), console: console, stop: stopping.request,
                               openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
+        flusher.watchSections(session.settings.sections)
         if watch {
             // A daemon rides out a store that goes away (a PostgreSQL restart): it waits and goes on.
             flusher.outage = StoreOutage(store: session.settings.store, stop: stopping.request, reporter: session.reporter)

@@ -13,6 +13,9 @@ struct GlobalOptions: ParsableArguments {
             completion: .list(Completion.transportSchemes))
     var transport: String?
 
+    @Option(name: .customLong("route"), help: ArgumentHelp("The transport of the destinations matching PATTERN (fnmatch, as --to), before the config file's [destination] sections; repeatable, and kept when --transport names one for the rest.", valueName: "pattern=url"))
+    var routes: [String] = []
+
     @Option(name: .customLong("plugin-path"), help: ArgumentHelp("Directories searched first for plugins, colon-separated (env MSG_PLUGIN_PATH).", valueName: "dirs"))
     var pluginPath: String?
 
@@ -23,8 +26,18 @@ struct GlobalOptions: ParsableArguments {
     /// file) and starts a session. - Throws: `config`.
     func session() throws(MsgError) -> Session {
         let invocation = Invocation.current
-        let overrides = Settings.Overrides(store: store, transport: transport, pluginPath: pluginPath, config: config)
         return Session(settings: try Settings.resolve(overrides, env: invocation.variable), console: invocation.console)
+    }
+
+    /// A session whose config file may have errors, kept in its settings' problems
+    /// (`msg config`, which shows them). - Throws: `config` for a file that cannot be read.
+    func lenientSession() throws(MsgError) -> Session {
+        let invocation = Invocation.current
+        return Session(settings: try Settings.read(overrides, env: invocation.variable), console: invocation.console)
+    }
+
+    private var overrides: Settings.Overrides {
+        Settings.Overrides(store: store, transport: transport, pluginPath: pluginPath, config: config, routes: routes)
     }
 }
 

@@ -14,7 +14,7 @@ struct MsgCommand: ParsableCommand {
         69 plugin or transport unavailable, 74 store I/O, 75 deferred, 78 configuration.
         """,
         version: MsgVersion.current,
-        subcommands: [ComposeCommand.self, QueueCommand.self, FlushCommand.self, RetryCommand.self, RecoverCommand.self, DestinationsCommand.self, MetricsCommand.self,
+        subcommands: [ComposeCommand.self, QueueCommand.self, FlushCommand.self, RetryCommand.self, RecoverCommand.self, DestinationsCommand.self, RouteCommand.self, ConfigCommand.self, MetricsCommand.self,
                       ExportCommand.self, LedgerCommand.self, ListenCommand.self, InboxCommand.self, ShellCommand.self, PluginsCommand.self]
     )
 }

@@ -72,7 +72,7 @@ struct RetryCommand: SessionCommand {
         }
         let checkpointSeed = try checkpoint.key()
         let runPolicy = policy.policy(session.settings.retry)
-        var options = policy.options(statuses: [.failed], policy: runPolicy)
+        var options = policy.options(statuses: [.failed], policy: runPolicy, settings: session.settings)
         options.targets = ids
         options.limit = limit
         options.ignoreDue = now
@@ -80,10 +80,11 @@ struct RetryCommand: SessionCommand {
         options.rules.reason = reason
         options.pace = pace
         options.leavesScanHint = true
-        let summary = try Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
-                                  options: options, faults: try FaultPoints(), console: console, stop: stopping.request,
-                                  openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
-            .run(progress: console.progress("retried"))
+        let flusher = Flusher(store: try session.store(.send), transport: try session.transport(), policy: runPolicy,
+                              options: options, faults: try FaultPoints(), console: console, stop: stopping.request,
+                              openTransport: { () throws(MsgError) in try session.anotherTransport() }, events: events)
+        flusher.watchSections(session.settings.sections)
+        let summary = try flusher.run(progress: console.progress("retried"))
         try RunEnding(taking: .failed, notDue: "retry --now sends it now",
                       other: [.dead: "retry --dead queues it again", .queued: "msg flush sends queued ones"], explicit: explicit,
                       badLines: badLines, onTerminal: session.console.outputIsTerminal)

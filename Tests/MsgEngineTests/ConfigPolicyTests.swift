@@ -39,8 +39,8 @@ import Testing
         #expect(s.retry.destinations.map(\.pattern) == ["*@example.com", "*"], "the sections that set a policy key")
         #expect(s.retry.resolved(for: "ann@example.com").base == .seconds(30) && s.retry.resolved(for: "ann@example.com").maxAttempts == 25)
         #expect(s.retry.resolved(for: "hooks.orders").maxAttempts == 3)
-        #expect(s.routes == [Settings.Route(pattern: "*@example.com", transport: "smtp://127.0.0.1:25?from=me@example.com"),
-                             Settings.Route(pattern: "hooks.*", transport: "https://hooks.example.com/in")])
+        #expect(s.routes == [Settings.Route(pattern: "*@example.com", transport: "smtp://127.0.0.1:25?from=me@example.com", origin: "[destination *@example.com] (line 6)"),
+                             Settings.Route(pattern: "hooks.*", transport: "https://hooks.example.com/in", origin: "[destination hooks.*] (line 9)")])
         #expect(s.transport == "exec:/bin/true")
     }
 

@@ -18,7 +18,9 @@ import Testing
     struct Bench {
         let store: any Store
         var scan = ClaimScan()
-        let scheduler = KeyScheduler(workers: 1)
+        /// The one lane's scheduler, and the lanes the desk is given (one).
+        let keys = KeyScheduler(workers: 1)
+        var scheduler: LaneSchedulers { LaneSchedulers([keys], lane: { _ in 0 }) }
         let desk: OutcomeDesk
         let printed: String
         var notes = RunNotes(countsPerKey: false)
@@ -116,11 +118,11 @@ import Testing
         let next = try b.claimed(3, to: "k", from: 1)
         b.scheduler.add(next)
         // A take that would wait is never asked for: what is left is known first.
-        try #require(b.scheduler.take(size: 10, parallelism: 1)?.count == 1, "cautious: one at a time")
+        try #require(b.keys.take(size: 10, parallelism: 1)?.count == 1, "cautious: one at a time")
         let ok = DeliveryOutcome.delivered(confirmed: false)
         _ = try b.desk.settle(Dispatcher.Outcomes(items: [next[0]], changes: [try b.change(next[0], ok, at: now)], outcomes: [ok],
                                                   failedKeys: []), b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary)
-        #expect(b.scheduler.take(size: 10, parallelism: 1)?.count == 2, "recovered: the rest at once")
+        #expect(b.keys.take(size: 10, parallelism: 1)?.count == 2, "recovered: the rest at once")
     }
 
     /// What a stop put back, and an outcome whose row changed meanwhile, are not

@@ -115,7 +115,7 @@ package final class Claimer {
         if scan.exhausted && notes.lessons.isEmpty && limit > 0 { return Round() }
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
-        let leaseLength = MsgDuration(milliseconds: max(60_000, options.deadline.milliseconds * Int64(options.batchSize) * 2))
+        let leaseLength = MsgDuration(milliseconds: max(60_000, options.longestDeadline.milliseconds * Int64(options.batchSize) * 2))
         let maxPerKey = self.maxPerKey
         let perKey = notes.perKey
         let planner = DestinationPlanner(DestinationPlanner.Setup(

@@ -19,6 +19,11 @@ public struct DestinationBook: Sendable {
 
     public init(rules: DeliveryRules) { self.rules = rules }
 
+    /// The book of destination `key`: its section's throttle and breaker.
+    public func of(_ key: String) -> DestinationBook {
+        rules.destinations.isEmpty ? self : DestinationBook(rules: rules.resolved(for: key))
+    }
+
     /// Why a destination's messages wait now.
     public enum Hold: Sendable, Equatable {
         /// Suspended by hand; `until` nil: until resumed.

@@ -135,7 +135,7 @@ package final class DestinationPlanner: ClaimPlanner {
         try load(Set(lessons.map(\.key)))
         for (key, lesson) in lessons {
             var s = reading.states[key] ?? DestinationState()
-            if let notice = book.learn(lesson, into: &s, key: key, now: now) {
+            if let notice = book.of(key).learn(lesson, into: &s, key: key, now: now) {
                 found.notices.append(notice.line)
                 found.events.append(notice.event)
             }
@@ -167,7 +167,7 @@ package final class DestinationPlanner: ClaimPlanner {
             }
             if !keys.isEmpty { try reserve(keys, wait: false, g.locks) }
         }
-        if reading.hasStates || rules.rate != nil {
+        if reading.hasStates || rules.hasRate {
             var keys = Set<String>()
             for row in rows {
                 let key = rules.key.of(row.record.message)
@@ -224,6 +224,7 @@ package final class DestinationPlanner: ClaimPlanner {
         }
         let busy = !scan.foreignKeys.isEmpty && scan.foreignKeys.contains(key)
         var s = reading.hasStates ? reading.states[key] ?? DestinationState() : DestinationState()
+        let book = self.book.of(key)
         switch book.verdict(s, busy: busy, probeInFlight: try probeInFlight(s), now: now) {
         case .hold(let hold):
             if case .throttled = hold {
@@ -238,7 +239,7 @@ package final class DestinationPlanner: ClaimPlanner {
             scan.hold(key, hold, from: at, locked: locks != nil && hold == .busy)
             return .skip
         case .send(let probe):
-            if probe || rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
+            if probe || book.rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
                 reading.hasStates = true
                 book.take(&s, probe: probe, id: m.id, now: now)
                 reading.states[key] = s
@@ -329,7 +330,7 @@ package final class DestinationPlanner: ClaimPlanner {
         var out: [String: String?] = [:]
         for key in reading.changed {
             var s = reading.states[key] ?? DestinationState()
-            s.dropFullBucket(now: now, rate: rules.rate)
+            s.dropFullBucket(now: now, rate: book.of(key).rules.rate)
             reading.states[key] = s
             let before = reading.stored[key]
             if s.isEmpty {

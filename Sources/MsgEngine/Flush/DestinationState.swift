@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import MsgKit
 
 /// What msg knows about one destination (docs/DESIGN.md 6): a suspension an operator
@@ -204,8 +207,36 @@ public struct DeliveryRules: Sendable, Equatable {
     public var overridesWaits = false
     /// Why this run sends (`retry --reason`), kept in each attempt's history event.
     public var reason: String?
+    /// Per destination: the first whose pattern matches a destination and sets a
+    /// rule sets it (the config file's `[destination PATTERN]` sections).
+    public var destinations: [Destination] = []
+
+    /// The throttle and breaker of the destinations matching `pattern` (fnmatch(3)).
+    public struct Destination: Sendable, Equatable {
+        public var pattern: String
+        public var rate: Rate?
+        public var breakerThreshold: Int?
+        public var coolDown: MsgDuration?
+        public var coolDownCap: MsgDuration?
+        public init(pattern: String) { self.pattern = pattern }
+    }
 
     public init() {}
+
+    /// Whether any destination is throttled.
+    public var hasRate: Bool { rate != nil || destinations.contains { $0.rate != nil } }
+
+    /// The rules of destination `key`: the first section matching it that sets any.
+    public func resolved(for key: String) -> DeliveryRules {
+        guard !destinations.isEmpty, let d = destinations.first(where: { fnmatch($0.pattern, key, 0) == 0 }) else { return self }
+        var r = self
+        r.destinations = []
+        if let v = d.rate { r.rate = v }
+        if let v = d.breakerThreshold { r.breakerThreshold = v }
+        if let v = d.coolDown { r.coolDown = v }
+        if let v = d.coolDownCap { r.coolDownCap = v }
+        return r
+    }
 
     public func coolDown(opens: Int) -> MsgDuration {
         var ms = coolDown.milliseconds

@@ -39,7 +39,8 @@ package final class Dispatcher {
         let faults: FaultPoints
         let clock: @Sendable () -> Timestamp
         let unit: @Sendable () -> Double
-        let deadline: MsgDuration
+        /// The deadline of each attempt (a lane's own, in its workers).
+        var deadline: MsgDuration
         let batchSize: Int
         let stop: StopRequest
         /// A `config` outcome: the transport cannot deliver as configured; the run stops.
@@ -67,15 +68,29 @@ package final class Dispatcher {
         }
     }
 
-    let scheduler: KeyScheduler
+    /// Workers of their own for some destinations: one transport each, and the
+    /// deadline of each attempt.
+    package struct Lane {
+        let transports: [any Transport]
+        let deadline: MsgDuration
+    }
+
+    let scheduler: LaneSchedulers
     private let results: Channel<Outcomes>
     private let workers = DispatchGroup()
 
-    /// Starts one worker per transport.
-    init(transports: [any Transport], delivery: Delivery) {
-        scheduler = KeyScheduler(workers: transports.count)
-        results = Channel<Outcomes>(capacity: transports.count + 1)
-        for t in transports { start(SerializedTransport(t), delivery) }
+    /// Starts one worker per transport of each lane; `lane` says which lane a
+    /// claimed message goes to (an index of `lanes`).
+    init(lanes: [Lane], lane: @escaping @Sendable (Claimer.Claimed) -> Int, delivery: Delivery) {
+        let schedulers = lanes.map { KeyScheduler(workers: $0.transports.count) }
+        scheduler = LaneSchedulers(schedulers, lane: lane)
+        let count = lanes.reduce(0) { $0 + $1.transports.count }
+        results = Channel<Outcomes>(capacity: count + 1)
+        for (l, s) in zip(lanes, schedulers) {
+            var d = delivery
+            d.deadline = l.deadline
+            for t in l.transports { start(SerializedTransport(t), s, d) }
+        }
     }
 
     /// Hands claimed messages to the workers.
@@ -96,9 +111,8 @@ package final class Dispatcher {
         workers.wait()
     }
 
-    private func start(_ transport: SerializedTransport, _ d: Delivery) {
+    private func start(_ transport: SerializedTransport, _ scheduler: KeyScheduler, _ d: Delivery) {
         let parallelism = transport.parallelism
-        let scheduler = self.scheduler
         let results = self.results
         let group = workers
         group.enter()

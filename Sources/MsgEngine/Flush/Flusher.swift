@@ -32,6 +32,24 @@ public final class Flusher {
         public var batchSize = 1024
         /// Delivery workers: destinations in flight at once.
         public var concurrency = 1
+        /// Destinations with delivery workers of their own (the config file's
+        /// `[destination PATTERN]` sections that set `deadline` or `concurrency`): a
+        /// message goes to the first whose pattern matches its recipient, else to
+        /// the run's own workers (``deadline``, ``concurrency``).
+        public var lanes: [Lane] = []
+        /// The destinations matching `pattern` (fnmatch(3)), their deadline and workers.
+        public struct Lane: Sendable, Equatable {
+            public var pattern: String
+            public var deadline: MsgDuration
+            public var concurrency: Int
+            public init(pattern: String, deadline: MsgDuration, concurrency: Int) {
+                self.pattern = pattern
+                self.deadline = deadline
+                self.concurrency = concurrency
+            }
+        }
+        /// The longest deadline of an attempt in the run (a claim's lease covers it).
+        public var longestDeadline: MsgDuration { lanes.map(\.deadline).reduce(deadline, max) }
         /// Keys, throttle, breaker.
         public var rules = DeliveryRules()
         /// The longest a run waits for a throttled or paused destination before it
@@ -97,6 +115,16 @@ public final class Flusher {
     public var outage: StoreOutage? {
         didSet { store = outage.map { OutageRidingStore(opened, outage: $0) } ?? opened }
     }
+    /// The config file's sections to say once when no message matched them
+    /// (``watchSections(_:)``); nil: not looked at.
+    private var unmatched: UnmatchedSections?
+
+    /// Says once, after the first run that claims anything, which of `sections`
+    /// matched none of its messages and no destination the store knows.
+    public func watchSections(_ sections: [DestinationSection]) {
+        unmatched = sections.contains { $0.line > 0 } ? UnmatchedSections(sections) : nil
+    }
+
     /// Tells failures, dead messages and recoveries on stderr as they happen
     /// (`flush --watch`, for the journal); nil: the run's summary tells them.
     public var outcomeLog: OutcomeLog?
@@ -152,7 +180,11 @@ public final class Flusher {
         defer { progress?.finish() }
         if let progress, progress.isShown { progress.total = try dueCount() }
         let misconfigured = FirstError()
-        let dispatcher = Dispatcher(transports: try transports(), delivery: Dispatcher.Delivery(
+        let lanes = try self.lanes()
+        let patterns = lanes.count == 1 ? [] : options.lanes.map(\.pattern)
+        let dispatcher = Dispatcher(lanes: lanes, lane: { item in
+            patterns.isEmpty ? 0 : RoutingTransport.route(of: item.record.message.to, patterns: patterns).map { $0 + 1 } ?? 0
+        }, delivery: Dispatcher.Delivery(
             policy: policy, faults: faults, clock: clock, unit: unit, deadline: options.deadline, batchSize: options.batchSize,
             stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.ledger != nil))
         defer { dispatcher.close() }
@@ -162,16 +194,22 @@ public final class Flusher {
         while try step(&machine, &notes, claimer, desk, dispatcher, misconfigured, into: &summary) {}
         try end(claimer, desk, &notes, &machine, started: started, misconfigured, into: &summary)
         scan = machine.scan
+        if let line = unmatched?.line(store) { reporter.say(line) }
         return summary
     }
 
-    /// The run's transport, and one more for each delivery worker past the first.
-    private func transports() throws(MsgError) -> [any Transport] {
-        var transports = [transport]
-        if let openTransport {
-            while transports.count < options.concurrency { transports.append(try openTransport()) }
+    /// The run's lanes: its own workers, then those of each of ``Options/lanes``, a
+    /// transport each (the run's, and one more for each worker past the first).
+    /// Without a way to open more there is one worker, and one lane.
+    private func lanes() throws(MsgError) -> [Dispatcher.Lane] {
+        guard let openTransport else { return [Dispatcher.Lane(transports: [transport], deadline: options.deadline)] }
+        var lanes: [Dispatcher.Lane] = []
+        for (concurrency, deadline) in [(options.concurrency, options.deadline)] + options.lanes.map({ ($0.concurrency, $0.deadline) }) {
+            var transports: [any Transport] = lanes.isEmpty ? [transport] : []
+            while transports.count < concurrency { transports.append(try openTransport()) }
+            lanes.append(Dispatcher.Lane(transports: transports, deadline: deadline))
         }
-        return transports
+        return lanes
     }
 
     /// Does what the run's state machine says next, and tells it what came of it.
@@ -189,6 +227,7 @@ public final class Flusher {
             summary.damaged += round.damaged
             desk.expired(round.expired, into: &summary)
             machine.claimed(taken: round.taken.count, expired: round.expired.count)
+            unmatched?.saw(round.taken)
             dispatcher.add(round.taken)
         case .wait(let until):
             waitUntil(until)
@@ -291,7 +330,7 @@ public final class Flusher {
                 summary.holds.append("destination \(key): paused until \(until), as it asked; \(messages)")
             case .throttled(let until) where remaining > 0 && stop.reason == nil:
                 summary.heldBack += n
-                summary.holds.append("destination \(key): throttled (\(options.rules.rate?.description ?? "")) until \(until); \(messages)")
+                summary.holds.append("destination \(key): throttled (\(options.rules.resolved(for: key).rate?.description ?? "")) until \(until); \(messages)")
             default: break
             }
         }

@@ -56,7 +56,7 @@ package final class OutcomeDesk {
     /// the run's, lent.
     /// - Returns: how many messages waiting for a worker were taken back (a breaker
     ///   opened, a destination asked for a pause) and put back as they were.
-    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: KeyScheduler, notes: inout RunNotes, scan: inout ClaimScan,
+    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: LaneSchedulers, notes: inout RunNotes, scan: inout ClaimScan,
                         into summary: inout Flusher.Summary) throws(MsgError) -> Int {
         let applied = try store.update(o.changes)
         faults.pass(.afterSent, count: o.changes.count)
@@ -151,6 +151,7 @@ package final class OutcomeDesk {
         // success at a destination with nothing to forget (the common case, kept cheap).
         if book.rules.key == .id { return }
         if case .delivered = outcome, !c.probe, notes.known.isEmpty || (notes.known[c.key]?.isEmpty ?? true) { return }
+        let book = self.book.of(c.key)
         for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
             notes.lessons.append((c.key, lesson))
             var s = notes.known[c.key] ?? DestinationState()
@@ -163,7 +164,7 @@ package final class OutcomeDesk {
     /// asked for a pause. Then the scan holds it too, until the hold ends.
     private func holds(_ key: String, _ notes: RunNotes, _ scan: inout ClaimScan) -> Bool {
         guard let s = notes.known[key] else { return false }
-        guard case .hold(let hold) = book.verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
+        guard case .hold(let hold) = book.of(key).verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
         scan.hold(key, hold, counting: false)
         return true
     }

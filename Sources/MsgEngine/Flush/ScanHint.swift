@@ -18,7 +18,7 @@ enum ScanHint {
     /// one keyed by other than the recipient: its summary counts what its scan read,
     /// where a recipient's are counted by the store).
     static func kind(_ options: Flusher.Options) -> String? {
-        guard options.targets == nil, options.rules.rate == nil, options.pace == nil, options.rules.key == .recipient else { return nil }
+        guard options.targets == nil, !options.rules.hasRate, options.pace == nil, options.rules.key == .recipient else { return nil }
         let statuses = options.statuses.map(\.rawValue).sorted().joined(separator: ",")
         return "v1 statuses=\(statuses) key=\(options.rules.key) due=\(options.ignoreDue ? 0 : 1) overrides=\(options.rules.overridesWaits ? 1 : 0)"
     }

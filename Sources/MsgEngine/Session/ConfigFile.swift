@@ -4,21 +4,38 @@
 import MsgKit
 import MsgSupport
 
+/// Something wrong in the config file, at a line: an error (a command refuses to
+/// run, 78) or a warning (said by `msg config check`, and by the runs it concerns).
+public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var line: Int
+    public var text: String
+    public var isError = true
+    /// As said: `FILE line N: TEXT`, with `warning: ` before a warning.
+    public var description: String { (isError ? "" : "warning: ") + "\(path) line \(line): \(text)" }
+    public var error: MsgError { MsgError(.config, "\(path) line \(line): \(text)") }
+}
+
 /// The config file: `key = value` lines, `#` comments. Keys: `store`, `transport`,
-/// `plugin_path`, `listen`, and the retry policy (`max_attempts`, `backoff_base`,
-/// `backoff_cap`, `give_up_after`, named after the flags). A `[destination PATTERN]`
-/// line starts a section for the destinations whose recipient matches PATTERN (as
-/// `--to`: fnmatch(3)): its `transport` and policy keys apply to them, as Postfix's
-/// transport(5) table routes mail; the first section that matches a recipient wins.
-/// Values may use `$MSG_HOME`, `$HOME` and a leading `~/` (also right after a
-/// scheme: `sqlite:~/q.db`).
+/// `plugin_path`, `listen`, the retry policy (`max_attempts`, `backoff_base`,
+/// `backoff_cap`, `give_up_after`) and the run's per-destination rules (`deadline`,
+/// `concurrency`, `rate`, `burst`, `breaker`, `breaker_cooldown`), named after the
+/// flags. A `[destination PATTERN]` line starts a section for the destinations whose
+/// recipient matches PATTERN (as `--to`: fnmatch(3)): its `transport`, policy and
+/// rule keys apply to them, as Postfix's transport(5) table routes mail; the first
+/// section that matches a recipient and sets a key wins. Values may use
+/// `$MSG_HOME`, `$HOME` and a leading `~/` (also right after a scheme:
+/// `sqlite:~/q.db`). msg-config(5) lists every key.
 ///
 /// Read from `--config`/`MSG_CONFIG` (which must exist), else
-/// `$XDG_CONFIG_HOME/msg/config` or `~/.config/msg/config` when present.
+/// `$XDG_CONFIG_HOME/msg/config` or `~/.config/msg/config` when present. What is
+/// wrong in it is kept as ``ConfigProblem``s, each naming its line: a command refuses the
+/// first error (78), `msg config check` lists them all.
 enum ConfigFile {
-    static let policyKeys: Set<String> = ["max_attempts", "backoff_base", "backoff_cap", "give_up_after"]
-    static let keys = Set(["store", "transport", "plugin_path", "listen"]).union(policyKeys)
-    static let sectionKeys = Set(["transport"]).union(policyKeys)
+    static let policyKeys = ["max_attempts", "backoff_base", "backoff_cap", "give_up_after"]
+    static let ruleKeys = ["deadline", "concurrency", "rate", "burst", "breaker", "breaker_cooldown"]
+    static let sectionKeys = Set(["transport"] + policyKeys + ruleKeys)
+    static let keys = Set(["store", "plugin_path", "listen"]).union(sectionKeys)
 
     /// A value and where it was written, for errors that name the line.
     struct Value: Sendable, Equatable {
@@ -38,15 +55,17 @@ enum ConfigFile {
         var path = ""
         var values: [String: Value] = [:]
         var sections: [Section] = []
+        /// What is wrong in it, in the order of its lines.
+        var problems: [ConfigProblem] = []
         subscript(key: String) -> String? { values[key]?.text }
 
-        /// An error about `value` of `key`, naming the file and line.
-        func error(_ key: String, _ value: Value, _ why: String) -> MsgError {
-            MsgError(.config, "\(path) line \(value.line): \(key): \(why)")
+        /// An error about `value` of `key` at its line.
+        func problem(_ key: String, _ value: Value, _ why: String) -> ConfigProblem {
+            ConfigProblem(path: path, line: value.line, text: "\(key): \(why)")
         }
     }
 
-    /// - Throws: `config` for a missing explicit file, an unreadable one or a bad line.
+    /// - Throws: `config` for a missing explicit file or an unreadable one.
     static func load(explicit: String?, env: (String) -> String?) throws(MsgError) -> Contents {
         let path: String
         if let explicit {
@@ -66,42 +85,59 @@ enum ConfigFile {
             if explicit == nil, cause?.rawValue == ENOENT { return Contents() }
             throw MsgError(.config, "cannot read config file \(path): \(cause?.description ?? error.message)", underlying: cause)
         }
-        return try parse(text, path: path)
+        return parse(text, path: path)
     }
 
-    /// Parses a config file's text.
-    static func parse(_ text: String, path: String) throws(MsgError) -> Contents {
+    /// Parses a config file's text: a line that does not read, an unknown key (with
+    /// the known one it nearly is) or a key set twice is kept as a problem, and the
+    /// rest read on.
+    static func parse(_ text: String, path: String) -> Contents {
         var contents = Contents(path: path)
+        func problem(_ line: Int, _ text: String, error: Bool = true) {
+            contents.problems.append(ConfigProblem(path: path, line: line, text: text, isError: error))
+        }
         // Lines split as bytes: "\r\n" is one Character in Swift, not "\n".
         for (i, raw) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let n = i + 1
             let line = String(decoding: raw, as: UTF8.self).trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("[") {
                 guard line.hasSuffix("]"), line.dropFirst().hasPrefix("destination ") else {
-                    throw MsgError(.config, "\(path) line \(i + 1): expected '[destination PATTERN]', a section for the destinations matching PATTERN")
+                    problem(n, "expected '[destination PATTERN]', a section for the destinations matching PATTERN")
+                    // What follows belongs to no section it could apply to: kept apart.
+                    contents.sections.append(Section(pattern: "", line: n))
+                    continue
                 }
                 let pattern = String(line.dropFirst("[destination ".count).dropLast()).trimmingSpaces()
-                guard !pattern.isEmpty else { throw MsgError(.config, "\(path) line \(i + 1): the section names no destination pattern") }
-                contents.sections.append(Section(pattern: pattern, line: i + 1))
+                if pattern.isEmpty { problem(n, "the section names no destination pattern") }
+                contents.sections.append(Section(pattern: pattern, line: n))
                 continue
             }
             guard let eq = line.firstIndex(of: "=") else {
-                throw MsgError(.config, "\(path) line \(i + 1): expected 'key = value'")
+                problem(n, "expected 'key = value'")
+                continue
             }
             let key = String(line[..<eq]).trimmingSpaces()
-            let value = Value(text: String(line[line.index(after: eq)...]).trimmingSpaces(), line: i + 1)
-            if let last = contents.sections.indices.last {
-                guard sectionKeys.contains(key) else {
-                    throw MsgError(.config, "\(path) line \(i + 1): '\(key)' cannot be set per destination; in a [destination] section: \(sectionKeys.sorted().joined(separator: ", "))")
+            let value = Value(text: String(line[line.index(after: eq)...]).trimmingSpaces(), line: n)
+            let inSection = !contents.sections.isEmpty
+            guard (inSection ? sectionKeys : keys).contains(key) else {
+                if inSection && keys.contains(key) {
+                    problem(n, "'\(key)' cannot be set per destination; in a [destination] section: \(sectionKeys.sorted().joined(separator: ", "))")
+                } else {
+                    let near = ParameterSpelling.nearest(key, in: (inSection ? sectionKeys : keys).sorted())
+                    problem(n, "unknown key '\(key)'" + (near.map { " (did you mean '\($0)'?)" } ?? "") + "; known keys: \((inSection ? sectionKeys : keys).sorted().joined(separator: ", "))")
                 }
-                contents.sections[last].values[key] = value
+                continue
+            }
+            let earlier = inSection ? contents.sections[contents.sections.count - 1].values[key] : contents.values[key]
+            if let earlier { problem(n, "'\(key)' is set again: this line wins over line \(earlier.line)", error: false) }
+            if inSection {
+                contents.sections[contents.sections.count - 1].values[key] = value
             } else {
-                guard keys.contains(key) else {
-                    throw MsgError(.config, "\(path) line \(i + 1): unknown key '\(key)'; known keys: \(keys.sorted().joined(separator: ", "))")
-                }
                 contents.values[key] = value
             }
         }
+        contents.sections.removeAll { $0.pattern.isEmpty }
         return contents
     }
 

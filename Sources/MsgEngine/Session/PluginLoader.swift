@@ -59,6 +59,12 @@ public struct PluginLoader: Sendable {
         return try factory(parsed)
     }
 
+    /// Checks that `url` parses and a plugin serves its scheme as a transport,
+    /// without opening it. - Throws: as ``openTransport(_:)`` before it opens.
+    public func checkTransport(_ url: String) throws(MsgError) {
+        _ = try factory(for: url, kind: .transport, lookup: registry.transportFactory)
+    }
+
     /// Makes the listener named by `url` (`tcp://127.0.0.1:7000`). - Throws: as ``openStore(_:)``.
     public func openListener(_ url: String, context: ListenerContext) throws(MsgError) -> any Listener {
         let (parsed, factory) = try factory(for: url, kind: .listener, lookup: registry.listenerFactory)

@@ -101,6 +101,7 @@ public final class Session {
         if let openTransport { return openTransport }
         let t = try openRouted()
         openTransport = t
+        if let line = settings.routeOverride { reporter.say(line) }
         for url in [settings.transport] + settings.routes.map(\.transport) {
             if let warning = Self.clearTextToken(url) { reporter.say(warning) }
         }
@@ -140,8 +141,15 @@ public final class Session {
     }
 
     /// The transport URL messages to `to` take (``Settings/routes``, else the one).
-    public func transportURL(for to: String) -> String {
-        RoutingTransport.route(of: to, patterns: settings.routes.map(\.pattern)).map { settings.routes[$0].transport } ?? settings.transport
+    public func transportURL(for to: String) -> String { route(for: to).url }
+
+    /// The transport URL messages to `to` take, and what chose it: a section or
+    /// `--route` (``Settings/Route/origin``), else what set the one transport.
+    public func route(for to: String) -> (url: String, origin: String) {
+        if let i = RoutingTransport.route(of: to, patterns: settings.routes.map(\.pattern)) {
+            return (settings.routes[i].transport, settings.routes[i].origin)
+        }
+        return (settings.transport, settings.origins["transport"] ?? "default")
     }
 
     /// The warning, said once a command, for a token that tcp:// sends in clear text
