@@ -10,7 +10,7 @@ import Testing
         let pages = try FileManager.default.contentsOfDirectory(atPath: Self.manDirectory)
             .filter { $0.range(of: #"\.[1-8]$"#, options: .regularExpression) != nil }
         let expected = ["msg.1", "msg-compose.1", "msg-queue.1", "msg-flush.1", "msg-retry.1", "msg-recover.1", "msg-export.1", "msg-ledger.1", "msg-metrics.1", "msg-destinations.1",
-                        "msg-listen.1", "msg-shell.1", "msg-record.5", "msg-tcp.7", "msg-plugins.7", "msg-postgres.7",
+                        "msg-listen.1", "msg-shell.1", "msg-config.5", "msg-record.5", "msg-tcp.7", "msg-plugins.7", "msg-postgres.7",
                         "msg-exec.7", "msg-http.7", "msg-smtp.7"]
         #expect(Set(expected).isSubset(of: pages), "missing: \(Set(expected).subtracting(pages).sorted())")
         let s = try Sandbox()

@@ -167,7 +167,7 @@ struct DeliveryTraceFile {
         #expect(back.status == 0 && back.lines == ["3"], "\(back.out)\(back.err)")
         #expect(back.err.contains("msg: destination down: circuit closed, a message went out"), "\(back.err)")
         let listed = try s.sh("msg destinations").out
-        #expect(listed == "{\"destination\":\"down\",\"transport\":\"file:\(s.home)/outbox\",\"breaker\":\"closed\",\"failures\":0,\"queued\":0,\"failed\":2,\"sending\":0}\n",
+        #expect(listed == "{\"destination\":\"down\",\"transport\":\"file:\(s.home)/outbox\",\"route\":\"default\",\"breaker\":\"closed\",\"failures\":0,\"queued\":0,\"failed\":2,\"sending\":0}\n",
                 "closed, its two failed messages left for msg retry: \(listed)")
     }
 

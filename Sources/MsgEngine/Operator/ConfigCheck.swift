@@ -40,7 +40,7 @@ public enum ConfigCheck {
     /// Sections an earlier one shadows: for each group it sets, an earlier section
     /// that sets it too matches every destination it does (its pattern, read as a
     /// destination, matches the earlier one's).
-    static func shadowed(_ sections: [DestinationSection], path: String) -> [ConfigProblem] {
+    package static func shadowed(_ sections: [DestinationSection], path: String) -> [ConfigProblem] {
         var out: [ConfigProblem] = []
         for (j, later) in sections.enumerated() {
             let sets = groups.filter { $0.sets(later.values) }
@@ -66,10 +66,15 @@ public enum ConfigCheck {
     }
 
     /// Sections whose pattern matches no destination the store knows (a state or a
-    /// waiting message) and no recipient of a message it holds.
+    /// waiting message) and no recipient of a message it holds; none while the
+    /// store holds nothing.
     static func unused(_ sections: [DestinationSection], store: any Store, path: String) -> [ConfigProblem] {
         var left = sections
-        func saw(_ to: String) { left.removeAll { fnmatch($0.pattern, to, 0) == 0 } }
+        var any = false
+        func saw(_ to: String) {
+            any = true
+            left.removeAll { fnmatch($0.pattern, to, 0) == 0 }
+        }
         for e in (try? Destinations(store: store).list()) ?? [] where !left.isEmpty { saw(e.key) }
         if !left.isEmpty {
             try? store.list(Query()) { (r) throws(MsgError) -> Bool in
@@ -77,6 +82,8 @@ public enum ConfigCheck {
                 return !left.isEmpty
             }
         }
+        // A store that holds nothing yet (a new install) says nothing about patterns.
+        guard any else { return [] }
         return left.map {
             ConfigProblem(path: path, line: $0.line, text: "[destination \($0.pattern)] matches no destination in the store and no message it holds (a misspelt pattern? msg route DEST shows where one goes)", isError: false)
         }
