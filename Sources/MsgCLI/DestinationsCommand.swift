@@ -38,8 +38,15 @@ struct DestinationsListCommand: SessionCommand {
         let out = session.console.buffer()
         switch format ?? session.console.format {
         case .table:
+            // The transport, and the section (its line) or --route that chose it.
+            let routed = { (key: String) -> String in
+                let origin = session.route(for: key).origin
+                let line = origin.firstRange(of: "(line ").map { String(origin[$0.lowerBound...]) }
+                let why = line.map { " " + $0 } ?? (origin.hasPrefix("--route") ? " (--route)" : "")
+                return Session.shown(session.transportURL(for: key)) + why
+            }
             out.write(DestinationTable.render(entries, now: now, width: session.console.width,
-                                              transport: session.settings.routes.isEmpty ? nil : transport))
+                                              transport: session.settings.routes.isEmpty || key != .recipient ? nil : routed))
         default:
             out.writeJSON(entries.map { e in
                 var json = Destinations.json(e, now: now)

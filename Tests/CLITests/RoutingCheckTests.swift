@@ -134,6 +134,8 @@ import Testing
         // msg destinations shows the same route.
         let dests = try s.sh("msg destinations", env: env)
         #expect(dests.out.contains(#""transport":"file:\#(s.home)/example","route":"[destination *@example.com] (line 4)""#), "\(dests.out)")
+        let destTable = try s.sh("msg destinations --format table", env: env)
+        #expect(destTable.out.contains("file:\(s.home)/example (line 4)"), "\(destTable.out)")
         let bad = try s.sh("printf '{\"body\":1}\\n' | msg route; echo \"exit $?\"", env: env)
         #expect(bad.lines.last == "exit 65" && bad.err.contains("line 1: a record without \"to\""), "\(bad.err)")
     }

@@ -123,7 +123,7 @@ public final class Session {
             do throws(MsgError) {
                 routes.append(RoutingTransport.Route(pattern: route.pattern, url: route.transport, transport: try loader.openTransport(route.transport)))
             } catch {
-                throw MsgError(error.code, "[destination \(route.pattern)] transport: \(error.message)", underlying: error.underlying)
+                throw MsgError(error.code, "\(route.origin.isEmpty ? "[destination \(route.pattern)]" : route.origin) transport: \(error.message)", underlying: error.underlying)
             }
         }
         return RoutingTransport(routes: routes, fallback: fallback)
