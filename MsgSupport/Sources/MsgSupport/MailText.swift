@@ -38,6 +38,10 @@ public enum MailText {
     /// Headers among a record's whose values are addresses, lower-cased.
     static let addressHeaders: Set<String> = ["reply-to", "cc", "bcc", "sender"]
 
+    /// The longest header name a mail line holds with its colon, a space and one
+    /// encoded word (76 octets): 998 octets in all.
+    static let longestName = 998 - 2 - 76
+
     /// Headers msg writes itself, lower-cased.
     static let ownHeaders: Set<String> = ["to", "from", "date", "message-id", "mime-version", "content-transfer-encoding"]
 
@@ -53,6 +57,11 @@ public enum MailText {
             let name = field.key
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 >= 33 && $0 <= 126 && $0 != UInt8(ascii: ":") }) else {
                 throw MsgError(.rejected, "header \(printable(name)) is not a mail field name (printable ASCII, no colon or space); not sent rather than sent altered")
+            }
+            // A name cannot be folded: with its colon, a space and one encoded word
+            // (76 octets) its line must fit 998 (RFC 5322 2.1.1).
+            guard name.utf8.count <= Self.longestName else {
+                throw MsgError(.rejected, "header name of \(name.utf8.count) octets (\(printable(String(name.prefix(40))))…) makes a mail line over 998 octets, and a name cannot be folded (RFC 5322 2.1.1); not sent rather than sent altered")
             }
             if field.value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
                 throw MsgError(.rejected, "header \(name) holds a line break or NUL, which would add lines of its own to the mail's header; not sent rather than sent altered")
