@@ -25,7 +25,10 @@ struct ShellCommand: SessionCommand {
         // Every line runs with the shell's settings unless it names its own.
         var invocation = Invocation.current
         invocation.environment["MSG_STORE"] = settings.store
-        invocation.environment["MSG_TRANSPORT"] = settings.transport
+        // A transport the shell was given, not the config file's (whose sections
+        // route per destination: one named for every line would replace them).
+        if global.transport != nil { invocation.environment["MSG_TRANSPORT"] = settings.transport }
+        if let config = settings.configPath, global.config != nil { invocation.environment["MSG_CONFIG"] = config }
         if !settings.pluginPath.isEmpty { invocation.environment["MSG_PLUGIN_PATH"] = settings.pluginPath.joined(separator: ":") }
         let runner = ShellRunner(invocation: invocation)
         if isatty(0) == 1 {

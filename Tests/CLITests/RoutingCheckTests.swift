@@ -136,6 +136,9 @@ import Testing
         #expect(dests.out.contains(#""transport":"file:\#(s.home)/example","route":"[destination *@example.com] (line 4)""#), "\(dests.out)")
         let destTable = try s.sh("msg destinations --format table", env: env)
         #expect(destTable.out.contains("file:\(s.home)/example (line 4)"), "\(destTable.out)")
+        // msg shell's lines route by the shell's config file, as the command line does.
+        let shell = try s.sh("printf 'route ann@example.com\\n' | msg shell --config msg.conf")
+        #expect(shell.out.contains(#""route":"[destination *@example.com] (line 4)""#), "\(shell.out) \(shell.err)")
         let bad = try s.sh("printf '{\"body\":1}\\n' | msg route; echo \"exit $?\"", env: env)
         #expect(bad.lines.last == "exit 65" && bad.err.contains("line 1: a record without \"to\""), "\(bad.err)")
     }
