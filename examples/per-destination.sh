@@ -33,3 +33,18 @@ elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$elapsed" -ge 900 ] || { echo "six at 5/s took only $elapsed ms" >&2; exit 1; }
 msg queue ls --status dead --history | grep -q '"event":"expired"'
 msg queue stats --by destination --format table
+
+# The config file's sections, checked and looked up before anything is sent: hooks
+# get workers of their own and a 2 s deadline, so a hung one holds only its own.
+cat > config <<'CONF'
+[destination hooks.*]
+transport = file:$MSG_HOME/hooks
+deadline = 2s
+concurrency = 4
+CONF
+export MSG_CONFIG="$MSG_HOME/config"
+msg compose --to hooks.orders --body "order 1" --enqueue > /dev/null
+msg config check
+msg route hooks.orders | grep -q '"transport":"file:'"$MSG_HOME"'/hooks".*"deadline":"2s","concurrency":4,"own_workers":true'
+msg flush --transport "stdout:?fd=3" 3>/dev/null > /dev/null 2> override.err || [ $? -eq 75 ]
+grep -q "warning: --transport stdout: replaces the transport of 1 \[destination\] section" override.err
