@@ -40,10 +40,10 @@ struct DestinationsListCommand: SessionCommand {
         case .table:
             // The transport, and the section (its line) or --route that chose it.
             let routed = { (key: String) -> String in
-                let origin = session.route(for: key).origin
+                let (url, origin) = session.settings.route(for: key)
                 let line = origin.firstRange(of: "(line ").map { String(origin[$0.lowerBound...]) }
                 let why = line.map { " " + $0 } ?? (origin.hasPrefix("--route") ? " (--route)" : "")
-                return Session.shown(session.transportURL(for: key)) + why
+                return Session.shown(url) + why
             }
             out.write(DestinationTable.render(entries, now: now, width: session.console.width,
                                               transport: session.settings.routes.isEmpty || key != .recipient ? nil : routed))
@@ -52,7 +52,7 @@ struct DestinationsListCommand: SessionCommand {
                 var json = Destinations.json(e, now: now)
                 if let transport, case .object(var members) = json {
                     members.insert(.init("transport", .string(transport(e.key))), at: 1)
-                    members.insert(.init("route", .string(session.route(for: e.key).origin)), at: 2)
+                    members.insert(.init("route", .string(session.settings.route(for: e.key).origin)), at: 2)
                     json = .object(members)
                 }
                 return json

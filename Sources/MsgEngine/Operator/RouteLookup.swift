@@ -47,25 +47,17 @@ public struct RouteLookup: Sendable {
         let retry = policy.resolved(for: destination)
         let rules = options.rules.resolved(for: destination)
         let lane = options.lanes.first { fnmatch($0.pattern, destination, 0) == 0 }
-        var from: [String: String] = [:]
-        if let r = settings.routes.first(where: { fnmatch($0.pattern, destination, 0) == 0 }) {
-            from["transport"] = r.origin
-        } else {
-            from["transport"] = settings.origins["transport"] ?? "default"
-        }
+        let route = settings.route(for: destination)
+        var from = ["transport": route.origin]
         from["policy"] = origin(of: ["max_attempts", "backoff_base", "backoff_cap", "give_up_after"], destination) { $0.setsPolicy }
         // --concurrency sets the run's own workers, not a section's.
         from["workers"] = origin(of: lane == nil ? ["deadline", "concurrency"] : ["deadline"], destination) { $0.hasOwnWorkers }
         from["rules"] = origin(of: ["rate", "burst", "breaker", "breaker_cooldown"], destination) {
             $0.rate != nil || $0.breaker != nil || $0.breakerCooldown != nil
         }
-        return Answer(destination: destination, transport: Session.shown(transportURL(for: destination)), policy: retry,
+        return Answer(destination: destination, transport: Session.shown(route.url), policy: retry,
                       deadline: lane?.deadline ?? options.deadline, workers: lane?.concurrency ?? options.concurrency,
                       ownWorkers: lane != nil, rate: rules.rate, breaker: rules.breakerThreshold, coolDown: rules.coolDown, from: from)
-    }
-
-    private func transportURL(for to: String) -> String {
-        settings.routes.first { fnmatch($0.pattern, to, 0) == 0 }?.transport ?? settings.transport
     }
 
     /// What set `keys` for `destination`: a flag for the run, the first section that

@@ -140,17 +140,8 @@ public final class Session {
         return String(text[..<scheme.upperBound] + rest[rest.index(after: at)...])
     }
 
-    /// The transport URL messages to `to` take (``Settings/routes``, else the one).
-    public func transportURL(for to: String) -> String { route(for: to).url }
-
-    /// The transport URL messages to `to` take, and what chose it: a section or
-    /// `--route` (``Settings/Route/origin``), else what set the one transport.
-    public func route(for to: String) -> (url: String, origin: String) {
-        if let i = RoutingTransport.route(of: to, patterns: settings.routes.map(\.pattern)) {
-            return (settings.routes[i].transport, settings.routes[i].origin)
-        }
-        return (settings.transport, settings.origins["transport"] ?? "default")
-    }
+    /// The transport URL messages to `to` take (``Settings/route(for:)``).
+    public func transportURL(for to: String) -> String { settings.route(for: to).url }
 
     /// The warning, said once a command, for a token that tcp:// sends in clear text
     /// to another host; nil for any other transport, or one without a token, or to a

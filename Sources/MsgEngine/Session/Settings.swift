@@ -54,6 +54,14 @@ public struct Settings: Sendable, Equatable {
         }
     }
 
+    /// The transport URL messages to `to` take, and what chose it: the first of
+    /// ``routes`` that matches (its section or `--route`), else ``transport`` and
+    /// what set it.
+    public func route(for to: String) -> (url: String, origin: String) {
+        if let i = RoutingTransport.route(of: to, patterns: routes.map(\.pattern)) { return (routes[i].transport, routes[i].origin) }
+        return (transport, origins["transport"] ?? "default")
+    }
+
     /// The default store's file when no flag, variable or config file named a store
     /// (`$MSG_HOME/queue.sqlite`); nil when one was named. Before anything was
     /// queued it does not exist, and commands that only look see an empty queue.
