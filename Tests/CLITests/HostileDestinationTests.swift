@@ -14,10 +14,11 @@ import Testing
         let port: String
         let log: String
 
-        init(_ s: Sandbox, name: String = "server") throws {
+        /// `arguments`: the server's own (`--tls CERT KEY`).
+        init(_ s: Sandbox, name: String = "server", arguments: [String] = []) throws {
             log = s.home + "/\(name).ndjson"
             process.executableURL = URL(fileURLWithPath: DestinationTransportTests.repository + "/scripts/webhook-server")
-            process.arguments = ["--log", log]
+            process.arguments = ["--log", log] + arguments
             let out = Pipe()
             process.standardOutput = out
             try process.run()

@@ -19,11 +19,7 @@ import struct Foundation.URL
 /// in order. The answer is read by ``ResponseClassifier``.
 public final class HTTPTransport: Transport {
     let settings: HTTPSettings
-    private let tls: TLSConfiguration
-    /// Clients by connect timeout (ms), made on first use: the connect timeout is
-    /// the attempt's deadline, so a host that never answers a SYN holds the run no
-    /// longer than the deadline, and shutting the client down waits for no connect.
-    private let clients = NIOLockedValueBox([Int64: HTTPClient]())
+    private let clients: HTTPClients
     private let version = MsgVersion.current
     /// Lower-cased names of the `headers_file` headers: never sent to another origin.
     private let privateNames: Set<String>
@@ -33,32 +29,14 @@ public final class HTTPTransport: Transport {
 
     public init(url: PluginURL) throws(MsgError) {
         settings = try HTTPSettings(url)
-        // The same TLS as tls:// and smtp:// (TLSSetup); AsyncHTTPClient checks names itself.
-        self.tls = try TLSSetup.client(TLSSetup.Files(ca: settings.caFile.map { ("ca_file", $0) }, cert: settings.certificateFile.map { ("cert_file", $0) },
-                                                      key: settings.keyFile.map { ("key_file", $0) }), display: "http: \(settings.host)")
+        // The same TLS as tls:// and smtp:// (TLSSetup), names checked by HTTPClients.
+        let tls = try TLSSetup.client(TLSSetup.Files(ca: settings.caFile.map { ("ca_file", $0) }, cert: settings.certificateFile.map { ("cert_file", $0) },
+                                                     key: settings.keyFile.map { ("key_file", $0) }), display: "http: \(settings.host)")
+        clients = HTTPClients(tls: tls, concurrency: settings.concurrency)
         privateNames = Set(settings.extraHeaders.map { $0.0.lowercased() })
     }
 
-    deinit {
-        for client in clients.withLockedValue({ Array($0.values) }) { try? client.syncShutdown() }
-    }
-
-    /// The client whose connect timeout is `milliseconds`.
-    private func client(connectTimeout milliseconds: Int64) -> HTTPClient {
-        clients.withLockedValue { clients in
-            if let client = clients[milliseconds] { return client }
-            // Redirects are followed here, not by the client (``Redirect``).
-            var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow,
-                                                         timeout: .init(connect: .milliseconds(milliseconds)))
-            configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.concurrency)
-            // A destination that refuses connections is unreachable now; fail at once
-            // instead of retrying until the deadline.
-            configuration.connectionPool.retryConnectionEstablishment = false
-            let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
-            clients[milliseconds] = client
-            return client
-        }
-    }
+    deinit { clients.shutdown() }
 
     /// Requests in flight at once in one call: a flush gives such a call one message per destination.
     public var parallelism: Int { settings.concurrency }
@@ -113,7 +91,6 @@ public final class HTTPTransport: Transport {
         let window = DispatchSemaphore(value: settings.concurrency)
         let done = DispatchGroup()
         let milliseconds = max(1, deadline.milliseconds)
-        let client = self.client(connectTimeout: milliseconds)
         for i in 0..<count {
             window.wait()
             let outgoing: Outgoing
@@ -125,7 +102,8 @@ public final class HTTPTransport: Transport {
                 continue
             }
             done.enter()
-            Self.send(outgoing, Route(client: client, follow: settings.followRedirects, privateNames: privateNames, host: settings.host),
+            Self.send(outgoing, Route(clients: clients, connectTimeout: milliseconds, follow: settings.followRedirects,
+                                      privateNames: privateNames, host: settings.host),
                       hops: 0, sent: false, deadline: .now() + .milliseconds(milliseconds)) { exchange in
                 let value = read(exchange)
                 results.withLockedValue { $0[i] = value }
@@ -141,7 +119,8 @@ public final class HTTPTransport: Transport {
     /// `deadline`; calls `done` with the last exchange.
     /// Where a message's requests go and which redirects they follow.
     struct Route: Sendable {
-        let client: HTTPClient
+        let clients: HTTPClients
+        let connectTimeout: Int64
         let follow: Bool
         let privateNames: Set<String>
         let host: String
@@ -158,7 +137,8 @@ public final class HTTPTransport: Transport {
             return
         }
         let reader = ResponseReader()
-        route.client.execute(request: request, delegate: reader, deadline: deadline).futureResult.whenComplete { result in
+        let client = route.clients.client(connectTimeout: route.connectTimeout, host: outgoing.url.host ?? "")
+        client.execute(request: request, delegate: reader, deadline: deadline).futureResult.whenComplete { result in
             var exchange = Exchange(answer: reader.answer, error: nil, sent: sent || reader.sent)
             if exchange.answer == nil, case .failure(let error) = result { exchange.error = error }
             // Without follow_redirects a 3xx is the answer (ResponseClassifier: `config`).

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import TLSCommon
 
 /// How an answer, or the lack of one, becomes a delivery outcome (msg-http(7)):
 ///
@@ -82,6 +83,9 @@ enum ResponseClassifier {
             default:
                 return MsgError(.remote, "HTTP request to \(host) failed: \(e)")
             }
+        }
+        if let mismatch = error as? NameMismatch {
+            return MsgError(.config, "TLS with \(host) failed: \(mismatch.description); nothing was sent (ca_file= and the URL's host must match the server's certificate)")
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             return MsgError(.config, "TLS with \(host) failed: \(tlsReason(error)); msg sends nothing over a connection it cannot verify (ca_file=FILE trusts a private CA)")

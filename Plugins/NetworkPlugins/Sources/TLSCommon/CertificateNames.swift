@@ -25,12 +25,52 @@ public enum CertificateNames {
         return false
     }
 
+    /// The names a certificate has, as openssl prints them (`DNS:mail.example`,
+    /// `IP:127.0.0.1`), for an error that says why it is not for a host.
+    public static func listed(_ certificate: NIOSSLCertificate) -> [String] {
+        guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der),
+              let alternatives = try? parsed.extensions.subjectAlternativeNames else { return [] }
+        return alternatives.compactMap { name -> String? in
+            switch name {
+            case .dnsName(let dns): return "DNS:" + String(dns.unicodeScalars.filter { $0.value > 0x20 && $0.value < 0x7F })
+            case .ipAddress(let bytes): return "IP:" + address(Array(bytes.bytes))
+            default: return nil
+            }
+        }
+    }
+
+    /// `127.0.0.1` or `::1` from an address's bytes.
+    static func address(_ bytes: [UInt8]) -> String {
+        if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+        guard bytes.count == 16 else { return bytes.map { String($0, radix: 16) }.joined(separator: ":") }
+        return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":")
+    }
+
+    /// Why `leaf` is not for `name`, or nil when it is: the one check of every
+    /// client msg makes (tls://, smtp://, https://, postgres://).
+    public static func mismatch(_ leaf: NIOSSLCertificate?, _ name: String) -> NameMismatch? {
+        guard let leaf else { return NameMismatch(name: name, names: []) }
+        return names(leaf, name) ? nil : NameMismatch(name: name, names: listed(leaf))
+    }
+
     public static func matches(_ pattern: String, _ host: String) -> Bool {
         if pattern == host { return true }
         // A wildcard stands for one whole label, left-most, under at least two more (`*.com` is for no host).
         guard pattern.hasPrefix("*."), pattern.dropFirst(2).contains("."), let dot = host.firstIndex(of: ".") else { return false }
         let first = host[..<dot]
         return !first.isEmpty && pattern.dropFirst(1) == host[dot...]
+    }
+}
+
+/// A verified certificate that is not for the name the client wanted: what the
+/// user reads (TLSReason) names the host and the names the certificate has.
+public struct NameMismatch: Error, Sendable, Equatable {
+    public let name: String
+    public let names: [String]
+
+    /// `its certificate is not for localhost (it names IP:127.0.0.1)`.
+    public var description: String {
+        "its certificate is not for \(name) (" + (names.isEmpty ? "it names no host" : "it names " + names.joined(separator: ", ")) + ")"
     }
 }
 
@@ -54,9 +94,9 @@ extension CertificateNames {
 
 /// Lets nothing through, either way, until TLS's handshake is done and the peer's
 /// certificate is for the name (``CertificateNames/names(_:_:)``): writes are held,
-/// reads dropped. A certificate for another name closes the connection with
-/// swift-nio-ssl's `failedToValidateHostname`, the held writes failed: nothing
-/// the client wrote ever reaches that server.
+/// reads dropped. A certificate for another name closes the connection with a
+/// ``NameMismatch``, the held writes failed: nothing the client wrote ever
+/// reaches that server.
 public final class NameGate: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = NIOAny
     public typealias InboundOut = NIOAny
@@ -68,7 +108,7 @@ public final class NameGate: ChannelDuplexHandler, RemovableChannelHandler {
     private var held: [(NIOAny, EventLoopPromise<Void>?)] = []
     private var flushHeld = false
 
-    init(name: String) { self.name = name }
+    public init(name: String) { self.name = name }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard open else { return held.append((data, promise)) }
@@ -90,8 +130,7 @@ public final class NameGate: ChannelDuplexHandler, RemovableChannelHandler {
             return context.fireUserInboundEventTriggered(event)
         }
         let leaf = try? context.pipeline.syncOperations.nioSSL_peerCertificate()
-        guard let leaf, CertificateNames.names(leaf, name) else {
-            let error = NIOSSLExtraError.failedToValidateHostname
+        if let error = CertificateNames.mismatch(leaf, name) {
             let writes = held
             held = []
             for (_, promise) in writes { promise?.fail(error) }

@@ -15,6 +15,9 @@ public enum TLSReason {
     /// not verify); it is called only then, and nothing is sent over it.
     public static func explain(_ error: any Error, display: String, name: String,
                                probe: () -> NIOSSLCertificate?) -> MsgError? {
+        if let e = error as? NameMismatch {
+            return MsgError(.config, "\(display): \(e.description); nothing was sent (server_name= names the host the certificate is for)")
+        }
         if let e = error as? NIOSSLExtraError, e == .failedToValidateHostname {
             return MsgError(.config, "\(display): its certificate is not for \(name); nothing was sent (server_name= names the host the certificate is for)")
         }
