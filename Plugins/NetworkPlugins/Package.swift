@@ -42,6 +42,7 @@ let package = Package(
         .target(
             name: "PostgresStore",
             dependencies: [
+                "TLSCommon",
                 .product(name: "MsgKit", package: "MsgKit"),
                 .product(name: "MsgSupport", package: "MsgSupport"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

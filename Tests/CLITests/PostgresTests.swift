@@ -14,22 +14,30 @@ import Testing
         let control: String
         let directory: String
         let password: String
+        /// The CA of the server's certificate, which names only IP:127.0.0.1.
+        let ca: String
 
         init() throws {
             let env = ProcessInfo.processInfo.environment
             guard let url = env["MSG_TEST_POSTGRES"], let plugins = env["MSG_TEST_NETWORK_PLUGINS"],
                   let control = env["MSG_TEST_POSTGRES_CTL"], let directory = env["MSG_TEST_POSTGRES_DIR"],
-                  let password = env["PGPASSWORD"] else {
+                  let password = env["PGPASSWORD"], let ca = env["MSG_TEST_POSTGRES_CA"] else {
                 Issue.record("the postgres:// tests need the server and plugin scripts/test starts and builds (MSG_TEST_POSTGRES…); run scripts/test")
                 throw MsgError(.config, "no test server")
             }
-            (self.url, self.plugins, self.control, self.directory, self.password) = (url, plugins, control, directory, password)
+            (self.url, self.plugins, self.control, self.directory, self.password, self.ca) = (url, plugins, control, directory, password, ca)
         }
 
-        /// The environment for msg on a fresh queue (its own PostgreSQL schema).
-        func queue() -> [String: String] {
-            ["MSG_STORE": "\(url)?schema=cli_\(UUID().uuidString.prefix(8).lowercased())",
-             "MSG_PLUGIN_PATH": plugins, "PGPASSWORD": password]
+        /// The environment for msg on a fresh queue (its own PostgreSQL schema);
+        /// `verified`: over sslmode=verify-full, msg's own TLS connection.
+        func queue(verified: Bool = false) -> [String: String] {
+            var env = ["MSG_STORE": "\(url)?schema=cli_\(UUID().uuidString.prefix(8).lowercased())",
+                       "MSG_PLUGIN_PATH": plugins, "PGPASSWORD": password]
+            if verified {
+                env["MSG_STORE", default: ""] += "&sslmode=verify-full"
+                env["PGSSLROOTCERT"] = ca
+            }
+            return env
         }
     }
 
@@ -195,11 +203,12 @@ import Testing
     /// It stays alive, says each outage once when it starts and once when it ends,
     /// serves `msg_store_up 0` meanwhile, and sends every message once, those added
     /// after each outage too; a one-shot command during the outage exits 75; SIGTERM
-    /// during a third outage ends the watch (exit 0), saying so.
+    /// during a third outage ends the watch (exit 0), saying so. Over
+    /// sslmode=verify-full: each reconnection is msg's own checked TLS connection.
     @Test func aWatchRidesOutAServerThatGoesAway() throws {
         let server = try Server()
         let s = try Sandbox()
-        let env = server.queue().merging(["CTL": server.control, "DIR": server.directory]) { $1 }
+        let env = server.queue(verified: true).merging(["CTL": server.control, "DIR": server.directory]) { $1 }
         try compose(s, 2000, env)
         let r = try s.sh("""
             sent() { msg queue count --status sent 2>/dev/null || echo -1; }

@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import TLSCommon
 
 /// One connection to the server, used synchronously (named so as not to shadow
 /// PostgresNIO's own `PostgresClient`, a pool): the ``Store`` protocol is
@@ -15,7 +16,9 @@ import PostgresNIO
 /// a commit msg acknowledges must be on the server's disk.
 final class BlockingConnection {
     let address: PostgresAddress
-    private let configuration: PostgresConnection.Configuration
+    private let password: String?
+    /// The context of a verifying sslmode (msg makes the connection), else nil.
+    private let verifying: NIOSSLContext?
     private var connection: PostgresConnection
     private var pending: PendingQuery
     /// The connection was lost (the server restarted, failed over, went away): the
@@ -30,26 +33,34 @@ final class BlockingConnection {
     /// `unreachable` (75: try again) when the server cannot be reached.
     init(_ address: PostgresAddress, password: String?) throws(MsgError) {
         self.address = address
+        self.password = password
+        verifying = address.tls.verifies ? try Self.verifyingContext(address) : nil
+        connection = try Self.connect(address, password: password, verifying: verifying)
+        pending = PendingQuery(connection)
+    }
+
+    /// A new connection: over a channel msg made and checked (``VerifiedChannel``)
+    /// for a verifying sslmode, else as PostgresNIO makes one.
+    private static func connect(_ address: PostgresAddress, password: String?, verifying: NIOSSLContext?) throws(MsgError) -> PostgresConnection {
+        let timeout = TimeAmount.milliseconds(address.connectTimeout.milliseconds)
         var config: PostgresConnection.Configuration
-        if address.isUnixSocket {
+        if let verifying {
+            let channel = try VerifiedChannel.open(address, context: verifying, timeout: timeout)
+            config = .init(establishedChannel: channel, username: address.user, password: password, database: address.database)
+        } else if address.isUnixSocket {
             config = .init(unixSocketPath: address.socketPath, username: address.user, password: password, database: address.database)
         } else {
             config = .init(host: address.host, port: address.port, username: address.user, password: password,
                            database: address.database, tls: try Self.tls(address))
         }
-        config.options.connectTimeout = .milliseconds(address.connectTimeout.milliseconds)
+        config.options.connectTimeout = timeout
         config.options.additionalStartupParameters = [("application_name", "msg"), ("synchronous_commit", "on")]
-        configuration = config
-        connection = try Self.connect(config, address)
-        pending = PendingQuery(connection)
-    }
-
-    private static func connect(_ config: PostgresConnection.Configuration, _ address: PostgresAddress) throws(MsgError) -> PostgresConnection {
         do {
             return try PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.next(), configuration: config, id: 1, logger: Self.logger
+                on: config.establishedChannel?.eventLoop ?? MultiThreadedEventLoopGroup.singleton.next(), configuration: config, id: 1, logger: Self.logger
             ).wait()
         } catch {
+            config.establishedChannel?.close(promise: nil)
             // A server that cannot be reached now (refused, reset, timed out) is a
             // temporary failure, however PostgresNIO hands it over.
             let e = Self.error(error, "connecting to \(address.display)", address)
@@ -66,7 +77,7 @@ final class BlockingConnection {
     @discardableResult
     func query(_ q: PostgresQuery, _ what: @autoclosure () -> String) throws(MsgError) -> PostgresQueryResult {
         if lost {
-            let fresh = try Self.connect(configuration, address)
+            let fresh = try Self.connect(address, password: password, verifying: verifying)
             _ = try? connection.close().wait()
             connection = fresh
             pending = PendingQuery(fresh)
@@ -185,7 +196,7 @@ final class BlockingConnection {
     }
 
     /// A connection failure in a few words (`Connection refused`), not NIO's dump.
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         if let io = error as? IOError { return SystemCalls.describe(io.errnoCode) }
         if let c = error as? NIOConnectionError {
             if c.dnsAError != nil && c.dnsAAAAError != nil && c.connectionErrors.isEmpty { return "host \(c.host) not found" }
@@ -196,19 +207,28 @@ final class BlockingConnection {
         return "\(error)"
     }
 
+    /// PostgresNIO's TLS for the modes that do not verify, as libpq's: prefer and
+    /// require encrypt without checking the certificate.
     private static func tls(_ address: PostgresAddress) throws(MsgError) -> PostgresConnection.Configuration.TLS {
         if address.tls == .disable { return .disable }
         var tls = TLSConfiguration.makeClientConfiguration()
-        // As libpq: prefer and require encrypt without checking the certificate;
-        // verify-full checks it and the host name.
-        if address.tls != .verifyFull { tls.certificateVerification = .none }
-        if let root = SystemCalls.environment("PGSSLROOTCERT") { tls.trustRoots = .file(root) }
+        tls.certificateVerification = .none
         do {
             let context = try NIOSSLContext(configuration: tls)
             return address.tls == .prefer ? .prefer(context) : .require(context)
         } catch {
             throw MsgError(.config, "setting up TLS for \(address.display): \(error)")
         }
+    }
+
+    /// verify-full's and verify-ca's: tls://'s client configuration (TLSSetup), the
+    /// chain verified against `PGSSLROOTCERT` or the system's roots; verify-ca
+    /// checks no name, verify-full the host (``VerifiedChannel``).
+    private static func verifyingContext(_ address: PostgresAddress) throws(MsgError) -> NIOSSLContext {
+        let display = "the store \(address.display)"
+        var tls = try TLSSetup.client(TLSSetup.Files(ca: SystemCalls.environment("PGSSLROOTCERT").map { ("PGSSLROOTCERT", $0) }), display: display)
+        if address.tls == .verifyCA { tls.certificateVerification = .noHostnameVerification }
+        return try TLSSetup.context(tls, display: display)
     }
 }
 

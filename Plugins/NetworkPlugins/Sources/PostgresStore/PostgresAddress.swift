@@ -9,14 +9,18 @@ import MsgSupport
 /// (`postgres://msg@%2Fvar%2Frun%2Fpostgresql/queue`) or given as `host=/dir`;
 /// with no host at all, `PGHOST` or `/var/run/postgresql` is used, as libpq does.
 ///
-/// Parameters: `sslmode` (`disable`, `prefer`, `require`, `verify-full`; default
-/// `prefer` over TCP), `schema` (the PostgreSQL schema holding the queue, default
+/// Parameters: `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
+/// `verify-full`; default `prefer` over TCP), `schema` (the PostgreSQL schema holding the queue, default
 /// `msg`, so several queues can share a database), `connect_timeout` (default 5s),
 /// `host` and `port` as alternatives to the authority.
 struct PostgresAddress: Sendable, Equatable {
     enum TLSMode: String, Sendable {
         case disable, prefer, require
+        case verifyCA = "verify-ca"
         case verifyFull = "verify-full"
+
+        /// Whether the certificate is verified, and so msg makes the connection (``VerifiedChannel``).
+        var verifies: Bool { self == .verifyCA || self == .verifyFull }
     }
 
     /// A host name or address, or a socket directory (starts with `/`).
@@ -63,7 +67,7 @@ struct PostgresAddress: Sendable, Equatable {
             switch name {
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
-                    throw MsgError(.config, "'\(url.text)': sslmode=\(value) is not one of disable, prefer, require, verify-full")
+                    throw MsgError(.config, "'\(url.text)': sslmode=\(value) is not one of disable, prefer, require, verify-ca, verify-full")
                 }
                 tls = mode
             case "schema":
