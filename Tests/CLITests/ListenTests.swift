@@ -227,7 +227,7 @@ import Testing
     }
 
     /// With a token, connections that never say hello are closed after 5 s, one
-    /// address may hold 64, and each refusal is said (at most five lines a second):
+    /// address may hold 32 that have said nothing (64 in all), and each refusal is said (at most five lines a second):
     /// to the sender too, whose flush says in words that the receiver is at its
     /// limit and keeps the message for later (75).
     @Test func idleConnectionsAreCappedAndClosedAndRefusalsAreSaid() throws {
@@ -242,9 +242,9 @@ import Testing
         _ = try enqueue(s, 1)
         let flush = try s.sh("msg flush --transport 'tcp://127.0.0.1:\(listener.port)?token=s3cret' > /dev/null; echo $?; msg queue count --status failed")
         #expect(flush.lines == ["75", "1"], "\(flush.out) \(flush.err)")
-        #expect(flush.err.contains("refused the connection for now (receiver: at its limit: this address has 64 connections open, the most one address may have); trying again later"),
+        #expect(flush.err.contains("refused the connection for now (receiver: at its limit: this address has 32 connections that have sent nothing yet, the most one address may have); trying again later"),
                 "\(flush.err)")
-        // None said hello: the 65th and later are closed soon, the first 64 after
+        // None said hello: the 33rd and later are closed soon, the first 32 after
         // the hello deadline, all without an answer.
         for (i, client) in clients.enumerated() {
             #expect(try client.answers().isEmpty, "connection \(i) was closed without an answer")
@@ -253,7 +253,7 @@ import Testing
         try wrong.send("{\"op\":\"hello\",\"version\":1,\"token\":\"guess\"}\n")
         #expect(try wrong.answers().first?["ok"] == .bool(false))
         let stopped = listener.stop()
-        #expect(stopped.stderr.contains("refused a connection from 127.0.0.1: it has 64 connections open, the most one address may have"), "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("refused a connection from 127.0.0.1: it has 32 connections that have sent nothing yet, the most one address may have"), "\(stopped.stderr)")
         #expect(stopped.stderr.contains("closed a connection from 127.0.0.1: no hello within 5s"), "\(stopped.stderr)")
         #expect(stopped.stderr.contains("more refusals"), "more than five a second are counted, not each said: \(stopped.stderr)")
         #expect(stopped.stderr.contains("refused a connection from 127.0.0.1: a wrong token") || stopped.stderr.contains("more refusals"))

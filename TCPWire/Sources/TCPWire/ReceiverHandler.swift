@@ -19,6 +19,10 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private let refusals: Refusals
     private let helloDeadline: TimeAmount?
     private var helloTimer: Scheduled<Void>?
+    /// Told once, when the sender has proved itself: its hello accepted (with a
+    /// token) or its first record read (``OpenConnections``).
+    private let proved: @Sendable () -> Void
+    private var provedSaid = false
 
     private var authenticated: Bool
     /// Whether the sender has sent a whole line yet (over TLS: finished its handshake too).
@@ -33,7 +37,9 @@ final class ReceiverHandler: ChannelDuplexHandler {
     private var readHeld = false
     private var flushScheduled = false
 
-    init(deliverer: SinkDeliverer, token: String?, maxLineBytes: Int, peer: String, refusals: Refusals, helloDeadline: TimeAmount?) {
+    init(deliverer: SinkDeliverer, token: String?, maxLineBytes: Int, peer: String, refusals: Refusals, helloDeadline: TimeAmount?,
+         proved: @escaping @Sendable () -> Void = {}) {
+        self.proved = proved
         self.deliverer = deliverer
         self.token = token
         self.maxLineBytes = maxLineBytes
@@ -97,6 +103,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
                 answer(slot, Wire.helloRefused(MsgError(.rejected, "wrong or missing token")), context)
             } else {
                 authenticated = true
+                prove()
                 answer(slot, Wire.helloAccepted(), context)
             }
             return
@@ -129,6 +136,7 @@ final class ReceiverHandler: ChannelDuplexHandler {
                 answer(slot, Wire.refused(id: id, MsgError(.rejected, "line \(lineNumber): \(error.message)")), context)
                 return
             }
+            prove()
             let promise = context.eventLoop.makePromise(of: DeliveryOutcome.self)
             deliverer.submit(.deliver(message, promise))
             promise.futureResult.assumeIsolated().whenSuccess { outcome in
@@ -138,6 +146,12 @@ final class ReceiverHandler: ChannelDuplexHandler {
                 }
             }
         }
+    }
+
+    private func prove() {
+        guard !provedSaid else { return }
+        provedSaid = true
+        proved()
     }
 
     /// Stores the answer to the line numbered `slot` (from 0) and writes every answer

@@ -11,7 +11,10 @@ import MsgSupport
 /// environment), `window` (records in flight, client, default 128),
 /// `connect_timeout` (client, default 3s), `idle` (listener: a connection that
 /// sends nothing for this long, with nothing to answer, is closed; default 5m; a
-/// sender makes a connection unused for a minute anew, so keep it above that).
+/// sender makes a connection unused for a minute anew, so keep it above that),
+/// `hello_timeout` (listener: a connection that has not finished its TLS handshake
+/// and sent its first line, with a token its hello, within this is closed;
+/// default 5s).
 /// The parameters of the stream's security (`tls://`'s certificates) are kept in
 /// ``extra`` for it to read.
 public struct TCPAddress: Sendable {
@@ -23,6 +26,7 @@ public struct TCPAddress: Sendable {
     var window = 128
     var connectTimeout = MsgDuration.seconds(3)
     var idle = MsgDuration.seconds(300)
+    var helloTimeout = MsgDuration.seconds(5)
     /// The parameters named in `extra` at init, as given.
     public var extra: [String: String] = [:]
 
@@ -70,11 +74,18 @@ public struct TCPAddress: Sendable {
                     throw MsgError(.config, "'\(url.text)': idle=\(value): \(error.message)")
                 }
                 guard idle.milliseconds >= 100 else { throw MsgError(.config, "'\(url.text)': idle=\(value) is shorter than 100ms") }
+            case "hello_timeout" where listening:
+                do throws(MsgError) { helloTimeout = try MsgDuration(parsing: value) } catch {
+                    throw MsgError(.config, "'\(url.text)': hello_timeout=\(value): \(error.message)")
+                }
+                guard (100...300_000).contains(helloTimeout.milliseconds) else {
+                    throw MsgError(.config, "'\(url.text)': hello_timeout=\(value) is not from 100ms to 5m")
+                }
             case _ where known.contains(name):
                 guard !value.isEmpty else { throw MsgError(.config, "'\(url.text)': \(name) must not be empty") }
                 extra[name] = value
             default:
-                let known = (listening ? ["token", "token_file", "idle"] : ["token", "token_file", "window", "connect_timeout"]) + known
+                let known = (listening ? ["token", "token_file", "idle", "hello_timeout"] : ["token", "token_file", "window", "connect_timeout"]) + known
                 throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: \(known.joined(separator: ", "))")
             }
         }
