@@ -120,7 +120,7 @@ public final class TCPListener: Listener, ListenerStatistics, ListenerReloading 
                     refusals.say("closed a connection from \(evicted.peer) that had not proved itself, for one from \(peer): \(TCPListener.maxConnections) connections are open, the most this listener keeps")
                     evicted.channel.close(promise: nil)
                 }
-                channel.closeFuture.whenComplete { _ in connections.remove(key, peer: peer) }
+                channel.closeFuture.whenComplete { _ in connections.remove(key) }
                 return channel.eventLoop.makeCompletedFuture {
                     try addSecurity(channel, peer)
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .milliseconds(idle.milliseconds)))
@@ -224,7 +224,7 @@ private final class OpenConnections: Sendable {
         }
     }
 
-    func remove(_ key: ObjectIdentifier, peer: String) {
+    func remove(_ key: ObjectIdentifier) {
         state.withLock { s in Self.forget(key, in: &s) }
     }
 

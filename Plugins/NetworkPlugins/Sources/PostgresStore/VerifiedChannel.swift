@@ -57,6 +57,9 @@ enum VerifiedChannel {
         if let e = error as? ChannelError, case .connectTimeout = e {
             return MsgError(.unreachable, "\(at): no TLS connection within \(timeout.nanoseconds / 1_000_000) ms (connect_timeout=)")
         }
+        if let e = error as? ChannelError, case .eof = e {
+            return MsgError(.unreachable, "\(at): the server closed the connection before TLS was set up; trying again later")
+        }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             let code = TLSReason.code(error)
             if code == "EOF during handshake" {
