@@ -1,7 +1,7 @@
 # Conveniences over the scripts, which do the work.
 PREFIX ?= /usr/local
 
-.PHONY: build test install bench
+.PHONY: build test install deb bench
 
 build:
 	swift build -c release
@@ -11,6 +11,9 @@ test:
 
 install:
 	scripts/install "$(PREFIX)"
+
+deb:
+	scripts/package
 
 bench:
 	scripts/bench
