@@ -35,14 +35,15 @@ import Testing
     /// The check for postgres://: with sslmode=verify-full, the test
     /// server's certificate (only IP:127.0.0.1, CN=evil.example) reached as
     /// localhost refuses to open (78, naming both); as 127.0.0.1 it opens;
-    /// verify-ca checks the chain alone; a CA that did not sign it is refused.
+    /// verify-ca checks the chain alone; a CA that did not sign it is refused,
+    /// named by `sslrootcert=` over `PGSSLROOTCERT`.
     @Test func postgresVerifyFullTakesAHostNameOnlyFromTheCertificatesDNSNames() throws {
         let server = try PostgresTests.Server()
         let s = try Sandbox()
         try TLSTests().makeCertificates(s)
         let schema = "cn_\(UUID().uuidString.prefix(8).lowercased())"
-        func count(_ host: String, _ mode: String, ca: String = server.ca) throws -> Run {
-            let url = server.url.replacingOccurrences(of: "@127.0.0.1:", with: "@\(host):") + "?schema=\(schema)&sslmode=\(mode)"
+        func count(_ host: String, _ mode: String, ca: String = server.ca, parameters: String = "") throws -> Run {
+            let url = server.url.replacingOccurrences(of: "@127.0.0.1:", with: "@\(host):") + "?schema=\(schema)&sslmode=\(mode)" + parameters
             return try s.sh("msg compose --to a --body x --enqueue > /dev/null; msg queue count; echo $?",
                             env: ["MSG_STORE": url, "MSG_PLUGIN_PATH": server.plugins, "PGPASSWORD": server.password, "PGSSLROOTCERT": ca])
         }
@@ -51,7 +52,8 @@ import Testing
         #expect(refused.err.contains("its certificate is not for localhost (it names IP:127.0.0.1); nothing was sent"), "\(refused.err)")
         #expect(try count("127.0.0.1", "verify-full").lines == ["1", "0"])
         #expect(try count("localhost", "verify-ca").lines == ["2", "0"])
-        let stranger = try count("127.0.0.1", "verify-full", ca: s.home + "/other-ca.pem")
+        // sslrootcert= over PGSSLROOTCERT (which names the right CA), as libpq.
+        let stranger = try count("127.0.0.1", "verify-full", parameters: "&sslrootcert=\(s.home)/other-ca.pem")
         #expect(stranger.lines == ["78"] && stranger.err.contains("CERTIFICATE_VERIFY_FAILED"), "\(stranger.out) \(stranger.err)")
     }
 

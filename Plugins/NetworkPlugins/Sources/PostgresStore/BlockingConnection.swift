@@ -222,11 +222,11 @@ final class BlockingConnection {
     }
 
     /// verify-full's and verify-ca's: tls://'s client configuration (TLSSetup), the
-    /// chain verified against `PGSSLROOTCERT` or the system's roots; verify-ca
-    /// checks no name, verify-full the host (``VerifiedChannel``).
+    /// chain verified against `sslrootcert=` or `PGSSLROOTCERT`, else the system's
+    /// roots; verify-ca checks no name, verify-full the host (``VerifiedChannel``).
     private static func verifyingContext(_ address: PostgresAddress) throws(MsgError) -> NIOSSLContext {
         let display = "the store \(address.display)"
-        var tls = try TLSSetup.client(TLSSetup.Files(ca: SystemCalls.environment("PGSSLROOTCERT").map { ("PGSSLROOTCERT", $0) }), display: display)
+        var tls = try TLSSetup.client(TLSSetup.Files(ca: address.rootCertificates.map { ("sslrootcert", $0) }), display: display)
         if address.tls == .verifyCA { tls.certificateVerification = .noHostnameVerification }
         return try TLSSetup.context(tls, display: display)
     }

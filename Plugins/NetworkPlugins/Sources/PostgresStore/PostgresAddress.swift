@@ -12,7 +12,9 @@ import MsgSupport
 /// Parameters: `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
 /// `verify-full`; default `prefer` over TCP), `schema` (the PostgreSQL schema holding the queue, default
 /// `msg`, so several queues can share a database), `connect_timeout` (default 5s),
-/// `host` and `port` as alternatives to the authority.
+/// `sslrootcert` (the CAs verify-ca and verify-full trust, else `PGSSLROOTCERT`,
+/// else the system's; `system` names the system's), `host` and `port` as
+/// alternatives to the authority.
 struct PostgresAddress: Sendable, Equatable {
     enum TLSMode: String, Sendable {
         case disable, prefer, require
@@ -30,6 +32,8 @@ struct PostgresAddress: Sendable, Equatable {
     var database: String
     var schema = "msg"
     var tls = TLSMode.prefer
+    /// The CA file of verify-ca and verify-full; nil: the system's roots.
+    var rootCertificates: String?
     var connectTimeout = MsgDuration.seconds(5)
 
     var isUnixSocket: Bool { host.hasPrefix("/") }
@@ -63,6 +67,7 @@ struct PostgresAddress: Sendable, Equatable {
         var port = portText.map(String.init) ?? environment("PGPORT")
         var user = userPart.map { Self.percentDecoded($0) } ?? ""
         var database = String(url.path.drop { $0 == "/" })
+        var rootCertificates = environment("PGSSLROOTCERT")
         for (name, value) in url.parameters {
             switch name {
             case "sslmode":
@@ -77,6 +82,9 @@ struct PostgresAddress: Sendable, Equatable {
                 schema = value
             case "connect_timeout":
                 connectTimeout = try MsgDuration(parsing: value.allSatisfy(\.isNumber) ? value + "s" : value)
+            case "sslrootcert":
+                guard !value.isEmpty else { throw MsgError(.config, "'\(url.text)': sslrootcert= needs a file, or system") }
+                rootCertificates = value
             case "host": host = value
             case "port": port = value
             case "user": user = value
@@ -84,9 +92,10 @@ struct PostgresAddress: Sendable, Equatable {
             case "password":
                 throw MsgError(.config, "'\(Self.redacted(url.text))': the URL must not hold a password, as ps shows it; set PGPASSWORD or use a .pgpass file")
             default:
-                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: sslmode, schema, connect_timeout, host, port, user, dbname")
+                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; known: sslmode, sslrootcert, schema, connect_timeout, host, port, user, dbname")
             }
         }
+        self.rootCertificates = rootCertificates == "system" ? nil : rootCertificates
         if host.isEmpty { host = environment("PGHOST") ?? "/var/run/postgresql" }
         if user.isEmpty { user = environment("PGUSER") ?? environment("USER") ?? "" }
         guard !user.isEmpty else { throw MsgError(.config, "'\(url.text)' names no user; write \(example)") }

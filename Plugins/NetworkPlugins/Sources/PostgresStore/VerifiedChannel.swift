@@ -66,7 +66,7 @@ enum VerifiedChannel {
                 return MsgError(.unreachable, "\(at): the server closed the connection during the TLS handshake; trying again later")
             }
             let why = code == "CERTIFICATE_VERIFY_FAILED"
-                ? "its certificate does not verify (CERTIFICATE_VERIFY_FAILED: not signed by a CA of PGSSLROOTCERT or the system's, or expired)"
+                ? "its certificate does not verify (CERTIFICATE_VERIFY_FAILED: not signed by a CA of sslrootcert=, PGSSLROOTCERT or the system's, or expired)"
                 : "the TLS handshake failed (\(code ?? TLSReason.short(error)))"
             return MsgError(.config, "\(at): \(why); nothing was sent")
         }

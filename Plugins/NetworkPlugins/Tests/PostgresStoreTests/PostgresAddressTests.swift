@@ -34,6 +34,18 @@ import Testing
         #expect(throws: MsgError(.config, "")) { try address("postgres://msg@%2Ftmp/q?sslmode=require") }
     }
 
+    /// As libpq: `sslrootcert=` names the CAs of verify-ca and verify-full, over
+    /// `PGSSLROOTCERT`; `system` is the system's roots; verify-ca is a mode.
+    @Test func theRootCertificatesComeFromTheURLThenTheEnvironment() throws {
+        let env = ["PGSSLROOTCERT": "/etc/env-ca.pem"]
+        #expect(try address("postgres://msg@db/q?sslmode=verify-full", env: env).rootCertificates == "/etc/env-ca.pem")
+        #expect(try address("postgres://msg@db/q?sslmode=verify-ca&sslrootcert=/etc/url-ca.pem", env: env).rootCertificates == "/etc/url-ca.pem")
+        let system = try address("postgres://msg@db/q?sslmode=verify-ca&sslrootcert=system", env: env)
+        #expect(system.rootCertificates == nil && system.tls == .verifyCA && system.tls.verifies)
+        #expect(try address("postgres://msg@db/q").rootCertificates == nil)
+        #expect(throws: MsgError(.config, "")) { try address("postgres://msg@db/q?sslrootcert=") }
+    }
+
     @Test func anIPv6HostKeepsItsBrackets() throws {
         let a = try address("postgres://msg@[::1]:5444/q")
         #expect(a.host == "::1" && a.port == 5444 && a.display == "postgres://msg@[::1]:5444/q")
