@@ -227,9 +227,10 @@ import Testing
     }
 
     /// With a token, connections that never say hello are closed after 5 s, one
-    /// address may hold 32 that have said nothing (64 in all), and each refusal is said (at most five lines a second):
-    /// to the sender too, whose flush says in words that the receiver is at its
-    /// limit and keeps the message for later (75).
+    /// address may hold 32 that have said nothing (64 in all), and each refusal
+    /// is said (at most five lines a second): to the sender too, whose flush says
+    /// in words that the receiver is at its limit and keeps the message for
+    /// later (75).
     @Test func idleConnectionsAreCappedAndClosedAndRefusalsAreSaid() throws {
         let s = try Sandbox()
         let listener = try ListenerProcess(s, address: "tcp://127.0.0.1:0?token=s3cret")
