@@ -39,7 +39,7 @@ final class HTTPClients: Sendable {
             // instead of retrying until the deadline.
             configuration.connectionPool.retryConnectionEstablishment = false
             // An address is checked by swift-nio-ssl against the certificate's IP addresses.
-            if !TLSReason.isAddress(name.trimmingCharacters(in: "[]")) {
+            if !TLSReason.isAddress(name.hasPrefix("[") ? String(name.dropFirst().dropLast()) : name) {
                 configuration.http1_1ConnectionDebugInitializer = Self.nameCheck(name)
                 configuration.http2ConnectionDebugInitializer = Self.nameCheck(name)
             }
@@ -67,11 +67,5 @@ final class HTTPClients: Sendable {
 
     func shutdown() {
         for client in made.withLockedValue({ Array($0.values) }) { try? client.syncShutdown() }
-    }
-}
-
-private extension String {
-    func trimmingCharacters(in set: String) -> String {
-        String(drop { set.contains($0) }.reversed().drop { set.contains($0) }.reversed())
     }
 }

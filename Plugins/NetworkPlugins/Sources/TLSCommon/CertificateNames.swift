@@ -15,8 +15,7 @@ import X509
 public enum CertificateNames {
     public static func names(_ certificate: NIOSSLCertificate, _ host: String) -> Bool {
         let wanted = host.lowercased().trimmingSuffix(".")
-        guard !wanted.isEmpty, let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der),
-              let alternatives = try? parsed.extensions.subjectAlternativeNames else { return false }
+        guard !wanted.isEmpty, let alternatives = alternatives(certificate) else { return false }
         for case .dnsName(let name) in alternatives {
             // An IA5String: a NUL or anything past ASCII is no host name.
             guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { continue }
@@ -28,8 +27,7 @@ public enum CertificateNames {
     /// The names a certificate has, as openssl prints them (`DNS:mail.example`,
     /// `IP:127.0.0.1`), for an error that says why it is not for a host.
     public static func listed(_ certificate: NIOSSLCertificate) -> [String] {
-        guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der),
-              let alternatives = try? parsed.extensions.subjectAlternativeNames else { return [] }
+        guard let alternatives = alternatives(certificate) else { return [] }
         return alternatives.compactMap { name -> String? in
             switch name {
             case .dnsName(let dns): return "DNS:" + String(dns.unicodeScalars.filter { $0.value > 0x20 && $0.value < 0x7F })
@@ -37,6 +35,13 @@ public enum CertificateNames {
             default: return nil
             }
         }
+    }
+
+    /// The certificate's subjectAltName, parsed from its DER by swift-certificates;
+    /// nil when it has none or does not parse.
+    private static func alternatives(_ certificate: NIOSSLCertificate) -> SubjectAlternativeNames? {
+        guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else { return nil }
+        return try? parsed.extensions.subjectAlternativeNames
     }
 
     /// `127.0.0.1` or `::1` from an address's bytes.
