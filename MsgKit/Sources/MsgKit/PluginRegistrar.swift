@@ -49,16 +49,17 @@ public final class PluginRegistrar {
     /// (``EncodedMessage/preparingLedger(stored:)``); 9.2 ``Hex`` to and from bytes;
     /// 9.3 ledger leaf format 2 (a UUID kept as its 16 bytes, ``LedgerLeaf``), which a
     /// host of 9.2 would name a newer format, and ``UUIDText`` over bytes; 9.4 the
-    /// error code ``MsgError/Code/noPermission`` (exit 77), a permission and not damage.
+    /// error code ``MsgError/Code/noPermission`` (exit 77), a permission and not damage;
+    /// 9.5 web server plugins (``WebServer``, ``WebServers``), what `msg web` and `--metrics` serve on.
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 9
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 4
+    public static let abiMinor: UInt32 = 5
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 4 }
+    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 5 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.

@@ -15,14 +15,15 @@ public struct PluginReport {
     public let rows: [Row]
 
     /// Groups registry entries by plugin file.
-    public init(entries: [PluginRegistry.Entry]) {
+    public init(entries: [PluginRegistry.Entry], web: [WebServers.Entry] = WebServers.entries()) {
         var rows: [Row] = []
-        for e in entries {
+        let all = entries.map { ($0.plugin, $0.kind.rawValue, $0.scheme, $0.version, $0.path) } + web.map { ($0.plugin, "web", $0.scheme, $0.version, $0.path) }
+        for e in all.map({ (plugin: $0.0, kind: $0.1, scheme: $0.2, version: $0.3, path: $0.4) }) {
             if let i = rows.firstIndex(where: { $0.path == e.path && $0.name == e.plugin }) {
                 if !rows[i].schemes.contains(e.scheme) { rows[i].schemes.append(e.scheme) }
-                if !rows[i].kind.split(separator: ",").contains(Substring(e.kind.rawValue)) { rows[i].kind += ",\(e.kind.rawValue)" }
+                if !rows[i].kind.split(separator: ",").contains(Substring(e.kind)) { rows[i].kind += ",\(e.kind)" }
             } else {
-                rows.append(Row(name: e.plugin, kind: e.kind.rawValue, schemes: [e.scheme], version: e.version, path: e.path))
+                rows.append(Row(name: e.plugin, kind: e.kind, schemes: [e.scheme], version: e.version, path: e.path))
             }
         }
         self.rows = rows

@@ -73,6 +73,18 @@ public struct PluginLoader: Sendable {
 
     /// Opens the application's inbox named by `url` (`sqlite:/srv/app.db`).
     /// - Throws: as ``openStore(_:)``.
+    /// A web server for `url` (`http://HOST:PORT`, `https://…`) from the WebServer
+    /// plugin (msg-network-plugins), for `msg web` and `--metrics`.
+    /// - Throws: `unavailable` when no plugin serves the scheme, the factory's errors.
+    public func openWebServer(_ url: String, context: WebServerContext) throws(MsgError) -> any WebServer {
+        let parsed = try PluginURL(url)
+        if WebServers.factory(parsed.scheme) == nil, let path = find(library: "WebServer") { try load(path) }
+        guard let factory = WebServers.factory(parsed.scheme) else {
+            throw MsgError(.unavailable, "no web server plugin for \(parsed.scheme):// (libWebServer.so, of msg's network plugins, was not found; searched \(searchPath.joined(separator: ":")))")
+        }
+        return try factory(parsed, context)
+    }
+
     public func openInbox(_ url: String) throws(MsgError) -> any DraftInbox {
         let (parsed, factory) = try factory(for: url, kind: .inbox, lookup: registry.inboxFactory)
         guard let inbox = try factory(parsed, .named) else {
