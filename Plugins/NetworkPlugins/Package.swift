@@ -2,8 +2,9 @@
 // The plugins that are a package of their own: the postgres:// store, the
 // http:// and https:// transport, the tls:// transport and listener (msg's
 // protocol of tcp://, from the TCPWire package, over swift-nio-ssl) and the
-// smtp:// and smtps:// transport. PostgresNIO and AsyncHTTPClient bring SwiftNIO,
-// swift-nio-ssl, swift-nio-http2 and swift-crypto (two BoringSSL builds), which
+// smtp:// and smtps:// transport, and the web server of msg web and --metrics
+// (Hummingbird). PostgresNIO and AsyncHTTPClient bring SwiftNIO, swift-nio-ssl,
+// swift-nio-http2 and swift-crypto (two BoringSSL builds), which
 // took a clean release build of msg from 2 to 6.4 minutes for postgres alone; in
 // one package the two plugins share one build of all that. Only those who want
 // them build them: scripts/build-network-plugins (scripts/test and CI do). They
@@ -22,6 +23,7 @@ let package = Package(
         .library(name: "HTTPTransport", type: .dynamic, targets: ["HTTPTransportPlugin"]),
         .library(name: "TLSTransport", type: .dynamic, targets: ["TLSTransport"]),
         .library(name: "SMTPTransport", type: .dynamic, targets: ["SMTPTransportPlugin"]),
+        .library(name: "WebServer", type: .dynamic, targets: ["WebServer"]),
     ],
     dependencies: [
         .package(path: "../../MsgKit"),
@@ -37,6 +39,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // msg web and --metrics: every package Hummingbird needs is built here already
+        // for AsyncHTTPClient, so it adds only its own targets (docs/PERFORMANCE.md).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -110,6 +117,23 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: testable,
+            linkerSettings: pluginRpath
+        ),
+        .target(
+            name: "WebServer",
+            dependencies: [
+                "TLSCommon",
+                .product(name: "MsgKit", package: "MsgKit"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             linkerSettings: pluginRpath
         ),
         .target(name: "SMTPTransportPlugin", dependencies: ["SMTPTransport", .product(name: "MsgKit", package: "MsgKit")],
