@@ -77,7 +77,7 @@ struct FlushCommand: SessionCommand {
         if !watch { try inboxes.drain() }
         let server = try metrics.map { (address) throws(MsgError) in
             try MetricsServer(address: address, render: MetricsServer.storeMetrics(try session.loader.openStore(session.settings.store, access: .read)),
-                              reporter: session.reporter)
+                              reporter: session.reporter, loader: session.loader)
         }
         defer { server?.stop() }
         let summary = watch ? try Watcher().run(flusher, inboxes: inboxes) : try flusher.run(progress: console.progress("flushed"))

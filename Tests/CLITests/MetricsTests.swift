@@ -104,6 +104,7 @@ import Testing
     /// current at each scrape; anything else is 404.
     @Test func aWatchServesMetricsWhileItRuns() throws {
         let s = try Sandbox()
+        let env = ["MSG_PLUGIN_PATH": try webServerPlugin()]
         let r = try s.sh("""
             msg compose --to a@x --body one --enqueue > /dev/null
             msg flush --watch --metrics 127.0.0.1:0 --transport stdout: > out 2> err & pid=$!
@@ -118,7 +119,7 @@ import Testing
             curl -s "$url" | grep '^msg_messages{status="sent"}'
             curl -s -o /dev/null -w '%{http_code}\\n' "${url%/metrics}/other"
             kill -TERM $pid; wait $pid; echo "exit $?"
-            """)
+            """, env: env)
         #expect(r.lines == ["promtool ok", "msg_messages{status=\"sent\"} 1", "msg_messages{status=\"sent\"} 2", "404", "exit 0"],
                 "\(r.out) \(r.err)")
     }
@@ -127,6 +128,7 @@ import Testing
     /// took, counted as senders deliver.
     @Test func aListenerServesItsMetrics() throws {
         let s = try Sandbox()
+        let env = ["MSG_PLUGIN_PATH": try webServerPlugin()]
         let r = try s.sh("""
             msg listen tcp://127.0.0.1:0 --metrics 127.0.0.1:0 2> err & pid=$!
             for i in $(seq 200); do grep -q 'metrics at' err && break; sleep 0.05; done
@@ -138,7 +140,7 @@ import Testing
             promtool check metrics < m.txt && echo promtool ok
             grep -E '^msg_listener_(connections_accepted_total|records_received_total)' m.txt
             kill -TERM $pid; wait $pid; echo "exit $?"
-            """)
+            """, env: env)
         #expect(r.lines == ["promtool ok", "msg_listener_connections_accepted_total 1",
                             "msg_listener_records_received_total{outcome=\"delivered\"} 3",
                             "msg_listener_records_received_total{outcome=\"failed\"} 0", "exit 0"], "\(r.out) \(r.err)")
@@ -146,9 +148,10 @@ import Testing
 
     /// One idle client cannot blind the endpoint (#33): with 300 connections that
     /// sent half a request and one sending a 1 MiB header, a scrape is answered at
-    /// once; the large header gets 431.
+    /// once; the large header gets 400 (past the HTTP parser's limits).
     @Test func idleClientsDoNotDelayAScrape() throws {
         let s = try Sandbox()
+        let env = ["MSG_PLUGIN_PATH": try webServerPlugin()]
         _ = try s.file("abuse.py", """
             import socket, subprocess, sys, time
             host, port, url = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -179,7 +182,16 @@ import Testing
             python3 abuse.py "${hostport%:*}" "${hostport#*:}" "$url"
             grep -c '^msg_messages{status="queued"} 0' scrape.txt
             kill -TERM $pid; wait $pid; echo "exit $?"
-            """)
-        #expect(r.lines == ["200 fast", "HTTP/1.1 431 Request Header Fields Too Large", "300", "1", "exit 0"], "\(r.out) \(r.err)")
+            """, env: env)
+        #expect(r.lines == ["200 fast", "HTTP/1.1 400 Bad Request", "300", "1", "exit 0"], "\(r.out) \(r.err)")
+    }
+
+    /// Where scripts/test built the web server plugin `--metrics` serves on.
+    func webServerPlugin() throws -> String {
+        guard let plugins = ProcessInfo.processInfo.environment["MSG_TEST_NETWORK_PLUGINS"] else {
+            Issue.record("--metrics needs the web server plugin scripts/test builds (MSG_TEST_NETWORK_PLUGINS); run scripts/test")
+            throw MsgError(.config, "no network plugins")
+        }
+        return plugins
     }
 }

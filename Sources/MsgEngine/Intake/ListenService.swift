@@ -50,7 +50,7 @@ public struct ListenService {
         let bound = try listener.start()
         reporter.say("listening on \(bound), delivering into \(into)")
         let server = try metrics.map { (address) throws(MsgError) in
-            try MetricsServer(address: address, render: Self.render(counted, listener.connectionCounts), reporter: reporter)
+            try MetricsServer(address: address, render: Self.render(counted, listener.connectionCounts), reporter: reporter, loader: loader)
         }
         defer { server?.stop() }
         var received = signals.wait()
