@@ -15,6 +15,6 @@ struct MsgCommand: ParsableCommand {
         """,
         version: MsgVersion.current,
         subcommands: [ComposeCommand.self, QueueCommand.self, FlushCommand.self, RetryCommand.self, RecoverCommand.self, DestinationsCommand.self, RouteCommand.self, ConfigCommand.self, MetricsCommand.self,
-                      ExportCommand.self, LedgerCommand.self, ListenCommand.self, InboxCommand.self, ShellCommand.self, PluginsCommand.self]
+                      ExportCommand.self, LedgerCommand.self, ListenCommand.self, InboxCommand.self, WebCommand.self, ShellCommand.self, PluginsCommand.self]
     )
 }

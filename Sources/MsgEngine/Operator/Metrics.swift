@@ -56,14 +56,19 @@ public struct Metrics {
     /// recipient; else read from every record. - Throws: store errors.
     public func render(now: Timestamp = .now()) throws(MsgError) -> String {
         let stored = try store.destinationStates(nil)
+        return exposition(try figures(now: now, stored: stored), stored: stored, now: now)
+    }
+
+    /// The figures at `now` (`msg web`'s overview shows them too); `stored`, the
+    /// destination states, read when not given.
+    func figures(now: Timestamp, stored given: [String: String]? = nil) throws(MsgError) -> Figures {
+        let stored: [String: String]
+        if let given { stored = given } else { stored = try store.destinationStates(nil) }
         let suspended = Set(stored.compactMap { (k, text) in DestinationState(text: text).suspension.map { $0.holds(at: now) } == true ? k : nil })
-        var f: Figures
         if key == .recipient, let counts = try store.counts(now: now, excluding: suspended) {
-            f = Self.figures(counts, suspended: suspended)
-        } else {
-            f = try read(now: now, suspended: suspended)
+            return Self.figures(counts, suspended: suspended)
         }
-        return exposition(f, stored: stored, now: now)
+        return try read(now: now, suspended: suspended)
     }
 
     /// The figures from a store's counts.

@@ -32,7 +32,7 @@ public struct StopSignals {
     }
 
     /// Waits for one of them. - Returns: its number.
-    func wait() -> Int32 {
+    public func wait() -> Int32 {
         var set = self.set
         var signal: Int32 = 0
         while sigwait(&set, &signal) != 0 {}
