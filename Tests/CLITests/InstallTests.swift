@@ -14,7 +14,8 @@ import Testing
         for file in ["bin/msg", "lib/libMsgKit.so", "lib/msg/plugins/libSQLiteStore.so", "lib/msg/plugins/libTCPTransport.so", "lib/msg/plugins/libNATSTransport.so",
                      "share/man/man1/msg.1", "share/man/man1/msg-flush.1", "share/man/man5/msg-record.5", "share/man/man7/msg-tcp.7", "share/man/man7/msg-nats.7",
                      "share/bash-completion/completions/msg", "share/zsh/site-functions/_msg", "share/fish/vendor_completions.d/msg.fish",
-                     "share/msg/msg-cron", "share/msg/crontab", "share/msg/systemd/msg-flush.service", "share/msg/systemd/msg-recover.timer"] {
+                     "share/msg/msg-cron", "share/msg/crontab", "share/msg/systemd/msg-flush.service", "share/msg/systemd/msg-recover.timer",
+                     "share/msg/grafana/msg.json", "share/msg/prometheus/msg-alerts.yml"] {
             #expect(FileManager.default.fileExists(atPath: "\(s.home)/moved/\(file)"), "\(file) installed")
         }
         // Nothing from the build: a bare environment, msg by its installed path only.
