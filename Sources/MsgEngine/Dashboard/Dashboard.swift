@@ -30,8 +30,9 @@ public final class Dashboard: Sendable {
 
     let options: Options
     let store: StoreTurns
-    /// Where a destination goes and with which policy (`msg route`), as one line.
-    let route: @Sendable (String) -> String
+    /// Where a destination goes and with which policy (`msg route`), as one line,
+    /// and its transport alone.
+    let route: @Sendable (String) -> (line: String, transport: String)
     let reporter: Reporter
     /// The token a POST must carry: random, one per `msg web` run.
     let sessionToken: String
@@ -47,7 +48,19 @@ public final class Dashboard: Sendable {
         self.store = StoreTurns(store)
         self.openAnother = openAnother
         self.options = options
-        self.route = route
+        let routes = Mutex<[String: (line: String, transport: String)]>([:])
+        // The config file is read once: a destination's route stays what it was.
+        self.route = { destination in
+            if let known = routes.withLock({ $0[destination] }) { return known }
+            let line = route(destination)
+            let first = line.firstRange(of: " · ").map { String(line[..<$0.lowerBound]) } ?? line
+            let answer = (line, first.hasPrefix("transport ") ? String(first.dropFirst(10)) : first)
+            routes.withLock { r in
+                if r.count >= 100_000 { r.removeAll() }
+                r[destination] = answer
+            }
+            return answer
+        }
         self.reporter = reporter
         var generator = SystemRandomNumberGenerator()
         sessionToken = (0..<2).map { _ in Hex.encode(withUnsafeBytes(of: generator.next() as UInt64) { Array($0) }) }.joined()

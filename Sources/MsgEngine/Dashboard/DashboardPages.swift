@@ -75,41 +75,51 @@ extension Dashboard {
         h.tag("</td></tr>")
     }
 
+    /// Destinations shown at most, in the order chosen.
+    static let destinationRows = 500
+
     /// The columns of the destinations page, as `msg destinations` names them.
     static let destinationColumns = ["destination", "transport", "queued", "failed", "sending", "breaker", "failures", "next", "suspended", "throttle", "last_error"]
 
     func destinations(_ q: WebQuery) throws(MsgError) -> WebResponse {
         let now = Timestamp.now()
         let entries = try withStore { (s) throws(MsgError) in try Destinations(store: s).list() }
-        var rows: [[String: String]] = entries.map { e in
-            var row: [String: String] = ["destination": e.key, "transport": Self.transport(route(e.key)), "queued": String(e.queued), "failed": String(e.failed),
-                                         "sending": String(e.sending), "failures": String(e.state.failures)]
+        let columns = Self.destinationColumns
+        func at(_ name: String) -> Int { columns.firstIndex(of: name) ?? 0 }
+        let rows: [[String]] = entries.map { e in
+            var row = [String](repeating: "", count: columns.count)
+            (row[at("destination")], row[at("transport")]) = (e.key, route(e.key).transport)
+            (row[at("queued")], row[at("failed")], row[at("sending")], row[at("failures")]) =
+                (String(e.queued), String(e.failed), String(e.sending), String(e.state.failures))
+            // The rest as msg destinations words it.
             if case .object(let members) = Destinations.json(e, now: now) {
                 for m in members {
                     switch (m.key, m.value) {
-                    case ("breaker", .string(let b)): row["breaker"] = b
-                    case ("next_probe", .string(let t)), ("paused_until", .string(let t)), ("next_token", .string(let t)): row["next"] = t
-                    case ("throttle", .string(let t)): row["throttle"] = t
+                    case ("breaker", .string(let b)): row[at("breaker")] = b
+                    case ("next_probe", .string(let t)), ("paused_until", .string(let t)), ("next_token", .string(let t)): row[at("next")] = t
+                    case ("throttle", .string(let t)): row[at("throttle")] = t
                     case ("suspended", .object(let inner)):
                         let reason = inner.first { $0.key == "reason" }.flatMap { if case .string(let r) = $0.value { r } else { nil } } ?? ""
                         let until = inner.first { $0.key == "until" }.flatMap { if case .string(let u) = $0.value { " until " + u } else { nil } } ?? ""
-                        row["suspended"] = reason + until
+                        row[at("suspended")] = reason + until
                     case ("last_error", .object(let inner)):
-                        row["last_error"] = inner.compactMap { if case .string(let v) = $0.value, $0.key != "at" { v } else { nil } }.joined(separator: ": ")
+                        row[at("last_error")] = inner.compactMap { if case .string(let v) = $0.value, $0.key != "at" { v } else { nil } }.joined(separator: ": ")
                     default: break
                     }
                 }
             }
             return row
         }
-        let sort = q["sort"].flatMap { Self.destinationColumns.contains($0) ? $0 : nil } ?? "queued"
+        let sort = q["sort"].flatMap { columns.contains($0) ? $0 : nil } ?? "queued"
         let descending = (q["dir"] ?? (sort == "destination" || sort == "transport" ? "asc" : "desc")) == "desc"
-        rows.sort { a, b in
-            let (x, y) = (a[sort] ?? "", b[sort] ?? "")
-            let less = Int(x).flatMap { i in Int(y).map { i < $0 } } ?? (x < y)
-            let same = x == y
-            return same ? (a["destination"] ?? "") < (b["destination"] ?? "") : descending ? !less : less
-        }
+        let column = at(sort)
+        let numeric = ["queued", "failed", "sending", "failures"].contains(sort)
+        // Each row's key made once, then sorted: by the column, then by name.
+        let ordered = rows.map { (row: $0, n: numeric ? Int($0[column]) ?? 0 : 0) }.sorted { a, b in
+            if numeric, a.n != b.n { return descending ? a.n > b.n : a.n < b.n }
+            if !numeric, a.row[column] != b.row[column] { return descending ? a.row[column] > b.row[column] : a.row[column] < b.row[column] }
+            return a.row[0] < b.row[0]
+        }.map(\.row)
         return page(title: "msg: destinations") { h in
             h.tag("<h1>Destinations</h1><div class=\"scroll\"><table class=\"list\"><thead><tr>")
             for c in Self.destinationColumns {
@@ -120,20 +130,21 @@ extension Dashboard {
             }
             if options.allowActions { h.tag("<th>action</th>") }
             h.tag("</tr></thead><tbody>")
-            for row in rows {
+            for row in ordered.prefix(Self.destinationRows) {
                 h.tag("<tr>")
-                for c in Self.destinationColumns {
+                for (i, value) in row.enumerated() {
                     h.tag("<td>")
-                    if c == "destination", let d = row[c] {
-                        h.link("/messages?" + WebQuery.encode([("to", d)]), d)
+                    if i == 0 {
+                        h.link("/messages?" + WebQuery.encode([("to", value)]), value)
                     } else {
-                        h.text(row[c] ?? "")
+                        h.text(value)
                     }
                     h.tag("</td>")
                 }
-                if options.allowActions, let d = row["destination"] {
+                if options.allowActions {
+                    let d = row[0]
                     h.tag("<td>")
-                    if row["suspended"] != nil {
+                    if !row[at("suspended")].isEmpty {
                         actionForm(&h, "/destinations/" + WebQuery.component(d) + "/resume", "resume", reason: false)
                     } else {
                         actionForm(&h, "/destinations/" + WebQuery.component(d) + "/suspend", "suspend", reason: true)
@@ -144,13 +155,12 @@ extension Dashboard {
             }
             h.tag("</tbody></table></div>")
             if rows.isEmpty { h.tag("<p>No destination has a message waiting, in flight or a state of its own.</p>") }
+            if rows.count > Self.destinationRows {
+                h.tag("<p>")
+                h.text("The first \(Self.destinationRows) of \(rows.count) destinations by this order; msg destinations lists them all.")
+                h.tag("</p>")
+            }
         }
-    }
-
-    /// The transport part of a route's line: `file:… from default`.
-    static func transport(_ route: String) -> String {
-        let first = route.split(separator: " · ").first.map(String.init) ?? ""
-        return first.hasPrefix("transport ") ? String(first.dropFirst(10)) : first
     }
 
     /// A form that POSTs to `action` with the session token (and a reason when asked).
@@ -270,7 +280,7 @@ extension Dashboard {
             if let due = m.dueAt, [.queued, .failed].contains(m.status) { Self.fact(&h, "next attempt", due.description) }
             if let expires = m.expiresAt { Self.fact(&h, "expires", expires.description) }
             Self.fact(&h, "why not sent", why ?? (m.status == .queued || m.status == .failed ? "due: the next flush sends it" : "it is " + m.status.rawValue))
-            Self.fact(&h, "route", route(m.to))
+            Self.fact(&h, "route", route(m.to).line)
             Self.fact(&h, "ledger", ledger)
             if let lease = m.lease { Self.fact(&h, "lease", "\(lease.host) pid \(lease.pid) until \(lease.until)") }
             if let e = m.standingError { Self.fact(&h, "last error", e.code + ": " + e.message) }
