@@ -47,6 +47,7 @@ enum DashboardAssets {
     input, select, button, .button { font: inherit; padding: .3rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
     button, .button { cursor: pointer; color: var(--accent); text-decoration: none; }
     form.action { display: flex; flex-wrap: wrap; gap: .3rem; margin: .2rem 0; }
+    .list form.action input { width: 8rem; }
     .actions { margin: 1rem 0; }
     .chart svg { width: 100%; height: 160px; border: 1px solid var(--line); border-radius: 6px; }
     .chart .sent { fill: var(--sent); }
