@@ -5,7 +5,8 @@ import Synchronization
 /// `msg web`: the pages of a store (docs/DESIGN.md 6, msg-web(1)), answered for a
 /// ``WebServer`` plugin. Everything a page shows comes from the store through one
 /// handle, used by one request at a time; pages are kept for a second
-/// (``PageCache``), so any number of browsers watching cost one read a second.
+/// (``PageCache``: half a page's refresh), so any number of browsers watching cost
+/// one read every few seconds.
 ///
 /// Safe by default: every string from a message is text (``HTML``); a Content
 /// Security Policy forbids inline script and anything from elsewhere; with an
@@ -36,7 +37,7 @@ public final class Dashboard: Sendable {
     let reporter: Reporter
     /// The token a POST must carry: random, one per `msg web` run.
     let sessionToken: String
-    let cache = PageCache()
+    let cache: PageCache
     let rates = RateHistory()
     let verification = Mutex<LedgerVerification>(LedgerVerification())
     /// Opens another handle on the store, for the ledger's check off the pages' handle.
@@ -48,6 +49,7 @@ public final class Dashboard: Sendable {
         self.store = StoreTurns(store)
         self.openAnother = openAnother
         self.options = options
+        cache = PageCache(refresh: options.refresh)
         let routes = Mutex<[String: (line: String, transport: String)]>([:])
         // The config file is read once: a destination's route stays what it was.
         self.route = { destination in
@@ -196,16 +198,19 @@ public final class Dashboard: Sendable {
     }
 }
 
-/// Pages made in the last second, by path and query, so that many browsers
-/// watching one page cost one read of the store a second.
+/// Pages made in the last seconds, by path and query, so that many browsers
+/// watching one page cost one read of the store each ``lifetime``.
 final class PageCache: Sendable {
     private let pages = Mutex<[String: (at: Int64, page: WebResponse)]>([:])
-    static let lifetime: Int64 = 1000
+    /// How long a page is kept, in milliseconds: half the pages' refresh, from 1 to 5 s.
+    let lifetime: Int64
     static let capacity = 256
+
+    init(refresh: Int = 5) { lifetime = Int64(min(5000, max(1000, refresh * 500))) }
 
     func page(_ key: String) -> WebResponse? {
         let now = Monotonic.milliseconds()
-        return pages.withLock { p in p[key].flatMap { now - $0.at < Self.lifetime ? $0.page : nil } }
+        return pages.withLock { p in p[key].flatMap { now - $0.at < lifetime ? $0.page : nil } }
     }
 
     func keep(_ key: String, _ page: WebResponse) {

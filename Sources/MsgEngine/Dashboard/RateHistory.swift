@@ -88,7 +88,7 @@ final class RateHistory: Sendable {
         if known == 0 {
             svg.text("no readings yet: msg web reads the store's counts every 15 seconds while it runs")
         } else {
-            svg.text("\(sent) sent, \(failed) failed in the \(known * bucket) minutes msg web has watched (the highest bar: \(top))")
+            svg.text("\(sent) sent, \(failed) failed in the \(known * bucket) minute\(known * bucket == 1 ? "" : "s") msg web has watched (the highest bar: \(top))")
         }
         svg.tag("</figcaption></figure>")
         return svg
