@@ -22,7 +22,7 @@ import Testing
         let cases = [("msg flsuh", "unknown command 'flsuh'; did you mean 'flush'?"),
                      ("msg queue lss", "unknown command 'queue lss'; did you mean 'queue ls'?"),
                      ("msg que", "unknown command 'que'; did you mean 'queue'?"),
-                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, destinations, route, config, metrics, export, ledger, listen, inbox, shell, plugins, help")]
+                     ("msg xyzzy", "unknown command 'xyzzy'; the commands are compose, queue, flush, retry, recover, destinations, route, config, metrics, export, ledger, listen, inbox, web, shell, plugins, help")]
         for (command, said) in cases {
             let r = try s.sh(command)
             #expect(r.status == 64 && r.err == "msg: \(said)\n" && r.out.isEmpty, "\(command): \(r.err)")
@@ -58,7 +58,7 @@ import Testing
             ("msg flush --concurrency 300", "msg: The value '300' is invalid for '--concurrency <concurrency>': expected a whole number, from 1 to 256 (see msg flush --help)"),
             ("msg flush --max-attempts -1", "msg: The value '-1' is invalid for '--max-attempts <max-attempts>': expected a whole number, 0 or more (see msg flush --help)"),
             ("msg metrics --top 0", "msg: The value '0' is invalid for '--top <top>': expected a whole number, from 1 to 10000 (see msg metrics --help)"),
-            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, route, config, metrics, export, ledger, listen, inbox, shell, plugins, help"),
+            ("msg help nosuch", "msg: help: no such command 'nosuch'; the commands are compose, queue, flush, retry, recover, destinations, route, config, metrics, export, ledger, listen, inbox, web, shell, plugins, help"),
             ("msg help queue lss", "msg: help: no such command 'queue lss'; did you mean 'queue ls'?"),
         ]
         for (command, said) in cases {

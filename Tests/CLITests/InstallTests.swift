@@ -22,9 +22,9 @@ import Testing
         let bare = "env -i PATH=/usr/bin:/bin MSG_HOME='\(s.home)/home' '\(s.home)/moved/bin/msg'"
         let plugins = try s.sh("\(bare) plugins")
         let paths = plugins.lines.compactMap { line in line.range(of: #""path":"[^"]+""#, options: .regularExpression).map { String(line[$0]) } }
-        // scripts/test builds the postgres://, http://, tls:// and smtp:// plugins, so they are installed too.
+        // scripts/test builds the postgres://, http://, tls:// and smtp:// plugins and the web server, so they are installed too.
         let postgresBuilt = FileManager.default.fileExists(atPath: "\(Self.repository)/Plugins/NetworkPlugins/.build/release/libPostgresStore.so")
-        #expect(paths.count == (postgresBuilt ? 11 : 7) && paths.allSatisfy { $0.contains("\(s.home)/moved/lib/msg/plugins/") }, "\(plugins.out)")
+        #expect(paths.count == (postgresBuilt ? 12 : 7) && paths.allSatisfy { $0.contains("\(s.home)/moved/lib/msg/plugins/") }, "\(plugins.out)")
         if postgresBuilt {
             let store = "postgres://nobody@127.0.0.1:1/x"
             let loaded = try s.sh("\(bare) queue count --store \(store)")
