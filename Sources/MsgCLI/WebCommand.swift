@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
 import ArgumentParser
 import MsgEngine
 import MsgKit
@@ -47,16 +44,24 @@ struct WebCommand: SessionCommand {
         options.refresh = refresh
         options.storeName = Session.shown(session.settings.store)
         options.accessToken = try tokenFile.map { (file) throws(MsgError) in try SystemCalls.readSecretLine(file, what: "--token-file") }
+        // With neither a token nor client certificates, only requests that name the
+        // server by its address: a page elsewhere whose name was pointed at 127.0.0.1
+        // (DNS rebinding) would otherwise read the queue.
+        let clientCertificates = parsed.scheme == "https" && parsed.parameter("client_ca") != nil
+        options.addressedOnly = options.accessToken == nil && !clientCertificates
         options.checkpoints = try pubkey.map { (key) throws(MsgError) in try LedgerCheckpoints.read(checkpoint, publicKeyFile: key) } ?? []
         let host = Self.host(parsed)
-        if !Self.isLoopback(host), options.accessToken == nil, !(parsed.scheme == "https" && parsed.parameter("client_ca") != nil) {
+        if !Self.isLoopback(host), options.accessToken == nil, !clientCertificates {
             throw MsgError(.config, "msg web on \(host) can be reached from other hosts: give --token-file, or https:// with client_ca= (client certificates), or listen on 127.0.0.1")
         }
         let runPolicy = try PolicyOptions.parse([]).policy(session.settings.retry)
         let routeOptions = try PolicyOptions.parse([]).options(statuses: [.queued], policy: runPolicy, settings: session.settings)
         let lookup = RouteLookup(settings: session.settings, policy: runPolicy, options: routeOptions, flags: [])
+        // As msg route words it, the transport without credentials or parameters.
         let route: @Sendable (String) -> String = { destination in
-            RouteLookup.text(lookup.answer(destination)).split(separator: "\n").dropFirst()
+            var answer = lookup.answer(destination)
+            answer.transport = Session.shown(answer.transport)
+            return RouteLookup.text(answer).split(separator: "\n").dropFirst()
                 .map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }.joined(separator: " · ")
         }
         let (loader, storeURL) = (session.loader, session.settings.store)
@@ -65,7 +70,7 @@ struct WebCommand: SessionCommand {
                                   openAnother: { () throws(MsgError) in try loader.openStore(storeURL, access: .read) })
         let signals = StopSignals()
         defer { signals.restore() }
-        let context = WebServerContext(respond: dashboard.respond, report: { [reporter = session.reporter] in reporter.say($0) })
+        let context = WebServerContext(respond: dashboard.respond)
         let server = try session.loader.openWebServer(url, context: context)
         let bound = try server.start()
         let stopped = Atomic<Bool>(false)

@@ -9,13 +9,14 @@ import Testing
 @Suite struct DashboardRequestTests {
     let loader = PluginLoader()
 
-    func dashboard(actions: Bool = false, token: String? = nil, messages: [Message]) throws -> (Dashboard, any Store) {
+    func dashboard(actions: Bool = false, token: String? = nil, addressedOnly: Bool = false, messages: [Message]) throws -> (Dashboard, any Store) {
         let url = "sqlite:\(temporaryDirectory())/q.sqlite"
         let store = try loader.openStore(url)
         _ = try store.add(messages)
         var options = Dashboard.Options()
         options.allowActions = actions
         options.accessToken = token
+        options.addressedOnly = addressedOnly
         options.storeName = "sqlite:test"
         let page = Dashboard(store: store, options: options, route: { "transport file:/tmp/out from default · retry … " + $0 },
                              reporter: Reporter { _ in })
@@ -100,6 +101,19 @@ import Testing
         #expect(get(d, "/", headers: [WebHeader("authorization", "Basic " + Data("ops:s3cret".utf8).base64EncodedString())]).status == 200)
         #expect(get(d, "/", headers: [WebHeader("authorization", "Bearer s3cret")]).status == 200)
         #expect(get(d, "/assets/app.js", headers: [WebHeader("authorization", "Bearer s3cre")]).status == 401)
+    }
+
+    /// Without a token, a request must name the server by its address: a page whose
+    /// own name an attacker pointed at 127.0.0.1 (DNS rebinding) reads nothing.
+    @Test func withoutATokenOnlyTheAddressIsAnswered() throws {
+        let (d, _) = try dashboard(addressedOnly: true, messages: [])
+        for host in ["127.0.0.1:9470", "[::1]:9470", "localhost:9470", "10.1.2.3:80"] {
+            #expect(get(d, "/", headers: [WebHeader("host", host)]).status == 200, "\(host)")
+        }
+        for host in ["evil.example:9470", "127.0.0.1.evil.example:9470", "1.2.3:9470"] {
+            let r = get(d, "/", headers: [WebHeader("host", host)])
+            #expect(r.status == 403 && r.text.contains("open the dashboard by its address"), "\(host): \(r.status)")
+        }
     }
 
     @Test func badPathsAndParametersSayWhat() throws {

@@ -13,12 +13,9 @@ public struct WebRequest: Sendable {
     public var headers: [WebHeader]
     /// The body (at most ``WebServerContext/maxBodyBytes``).
     public var body: [UInt8]
-    /// Whether the client proved itself with a certificate the server's CAs signed.
-    public var certified: Bool
 
-    public init(method: String, path: String, query: String = "", headers: [WebHeader] = [], body: [UInt8] = [],
-                certified: Bool = false) {
-        (self.method, self.path, self.query, self.headers, self.body, self.certified) = (method, path, query, headers, body, certified)
+    public init(method: String, path: String, query: String = "", headers: [WebHeader] = [], body: [UInt8] = []) {
+        (self.method, self.path, self.query, self.headers, self.body) = (method, path, query, headers, body)
     }
 
     /// The first value of the header field `name` (lower case), or nil.
@@ -52,8 +49,6 @@ public struct WebServerContext: Sendable {
     /// Answers one request. It may block (it reads the store): the server calls it
     /// off its event loops, so a slow answer holds no other connection.
     public var respond: @Sendable (WebRequest) -> WebResponse
-    /// Where the server reports what a user should see (one line each, no newline).
-    public var report: @Sendable (String) -> Void
     /// The largest request body read; past it the answer is 413 and the host is not asked.
     public var maxBodyBytes: Int
     /// How long a connection may stay silent before it is closed.
@@ -61,9 +56,9 @@ public struct WebServerContext: Sendable {
     /// Connections served at once; past it new ones wait in the accept queue.
     public var maxConnections: Int
 
-    public init(respond: @escaping @Sendable (WebRequest) -> WebResponse, report: @escaping @Sendable (String) -> Void,
-                maxBodyBytes: Int = 64 * 1024, idleTimeout: MsgDuration = .seconds(30), maxConnections: Int = 512) {
-        (self.respond, self.report, self.maxBodyBytes) = (respond, report, maxBodyBytes)
+    public init(respond: @escaping @Sendable (WebRequest) -> WebResponse, maxBodyBytes: Int = 64 * 1024,
+                idleTimeout: MsgDuration = .seconds(30), maxConnections: Int = 512) {
+        (self.respond, self.maxBodyBytes) = (respond, maxBodyBytes)
         (self.idleTimeout, self.maxConnections) = (idleTimeout, maxConnections)
     }
 }

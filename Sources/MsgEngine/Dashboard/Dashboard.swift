@@ -26,6 +26,10 @@ public final class Dashboard: Sendable {
         public var refresh = 5
         /// The store's URL as shown (no credentials).
         public var storeName = ""
+        /// Answer only requests whose Host is an address (`127.0.0.1:9470`, `[::1]:9470`)
+        /// or `localhost`: with neither token nor client certificates, a name an
+        /// attacker points at this machine (DNS rebinding) must not read the pages.
+        public var addressedOnly = false
         public init() {}
     }
 
@@ -112,6 +116,9 @@ public final class Dashboard: Sendable {
     /// Why `request` is refused before any page is read: no access token, or a POST
     /// without the session token or from another origin.
     func refusal(_ request: WebRequest) -> WebResponse? {
+        if options.addressedOnly, let host = request.header("host"), !Self.isAddress(host) {
+            return Self.plain(403, "msg web: refused a request for \(host): without --token-file, open the dashboard by its address (http://127.0.0.1:PORT/)\n")
+        }
         if let token = options.accessToken, !Self.carries(token, request) {
             return WebResponse(status: 401, headers: [WebHeader("www-authenticate", "Basic realm=\"msg\", charset=\"UTF-8\""),
                                                       WebHeader("content-type", "text/plain; charset=utf-8")],
@@ -134,6 +141,16 @@ public final class Dashboard: Sendable {
             return Self.plain(403, "msg web: refused a POST without this page's session token (reload the page)\n")
         }
         return nil
+    }
+
+    /// Whether `host` (a Host field: name or address, then `:PORT`) is an IPv4 or
+    /// IPv6 address or `localhost`.
+    static func isAddress(_ host: String) -> Bool {
+        var name = Substring(host)
+        if name.hasPrefix("[") { return name.contains("]") }
+        if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name == "localhost" || (parts.count == 4 && parts.allSatisfy { UInt8($0) != nil })
     }
 
     /// Whether `request` carries `token`: Basic (any user) or Bearer.

@@ -16,7 +16,7 @@ public final class MetricsServer {
     /// - Throws: `unavailable` when it cannot listen or the web server plugin is missing.
     public init(address listening: MetricsAddress, render: @escaping @Sendable () throws(MsgError) -> String, reporter: Reporter,
                 loader: PluginLoader) throws(MsgError) {
-        let context = WebServerContext(respond: { Self.answer($0, render) }, report: { reporter.say($0) }, idleTimeout: .seconds(5))
+        let context = WebServerContext(respond: { Self.answer($0, render) }, idleTimeout: .seconds(5))
         server = try loader.openWebServer("http://\(listening)", context: context)
         let bound = try server.start()
         address = String(bound.dropFirst("http://".count))
