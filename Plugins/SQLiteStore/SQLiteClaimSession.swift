@@ -12,8 +12,6 @@ final class SQLiteClaimSession: ClaimSession {
 
     init(_ store: SQLiteStore) { self.store = store }
 
-    func close() {}
-
     /// The records `sending`, read through `messages_inflight`; nil when no other
     /// connection has committed since this handle's last claim (`PRAGMA
     /// data_version` is unchanged by a connection's own commits).

@@ -199,13 +199,10 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         let result = try guarded { () throws(MsgError) in
             try counted("claiming messages") { () throws(MsgError) -> R in
-                let session = SQLiteClaimSession(self)
-                defer { session.close() }
-                return try body(session)
+                try body(SQLiteClaimSession(self))
             }
         }
         noteOwnCommit()
-        for line in takeNotices() { notices.append(line) }
         return result
     }
 
@@ -232,11 +229,6 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
         }
     }
 
-    public func takeNotices() -> [String] {
-        defer { notices = [] }
-        return notices
-    }
-
     // MARK: Rows
 
     func fetch(_ id: String) throws(MsgError) -> EncodedMessage? {
@@ -258,8 +250,6 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     /// `PRAGMA data_version` as of this handle's last claim: unchanged means no other
     /// process committed since (the in-flight records are as this handle left them).
     var claimVersion: Int64?
-    /// Lines for the user (``takeNotices()``).
-    var notices: [String] = []
     /// What the changes of the transaction under way mean beside their rows: the
     /// counts, the floor, the ledger's leaves (``counted(_:_:)`` writes it).
     var recorder = ChangeRecorder()

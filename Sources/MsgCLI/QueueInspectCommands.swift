@@ -105,7 +105,7 @@ struct QueueStatsCommand: SessionCommand {
             out.write(TextTable.render(header: labels.map { $0.uppercased() } + columns.map { $0 == "total" ? "TOTAL" : $0 }, rows: rows))
         case .csv:
             out.write((labels + columns).joined(separator: ",") + "\r\n")
-            for row in counts { out.write((row.labels.map(csvField) + row.counts.map(String.init)).joined(separator: ",") + "\r\n") }
+            for row in counts { out.write((row.labels.map(RecordFormatter.csvField) + row.counts.map(String.init)).joined(separator: ",") + "\r\n") }
         case .json, .ndjson:
             let objects: [JSONValue] = counts.map { row in
                 .object(zip(labels, row.labels).map { .init($0, .string($1)) } + zip(columns, row.counts).map { .init($0, .number(String($1))) })
@@ -113,13 +113,6 @@ struct QueueStatsCommand: SessionCommand {
             out.writeJSON(objects, asArray: format == .json)
         }
         try out.flush()
-    }
-
-    /// A CSV field, quoted when it needs to be (RFC 4180).
-    private func csvField(_ s: String) -> String {
-        // Scalars, not Characters: "\r\n" is one Character, equal to neither.
-        guard s.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return s }
-        return "\"" + s.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 }
 
