@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import CSQLite
 import MsgKit
 import MsgSupport
@@ -302,18 +305,3 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
         MsgKit.parallelMap(rows) { $0.record() }
     }
 }
-
-/// Registers the `sqlite:` scheme.
-@_cdecl("msg_plugin_register")
-public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
-    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "SQLiteStore", version: MsgVersion.current) { r in
-        _ = msg_sqlite_disable_memstatus()
-        r.store(scheme: "sqlite") { url, access throws(MsgError) in try SQLiteStore(url: url, access: access) }
-        // An application's inbox (msg-inbox(1)); msg's own SQLite store keeps none.
-        r.inbox(scheme: "sqlite") { url, role throws(MsgError) in role == .named ? try SQLiteInbox(url: url) : nil }
-    }
-}
-
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
