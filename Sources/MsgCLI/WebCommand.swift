@@ -54,15 +54,17 @@ struct WebCommand: SessionCommand {
         if !Self.isLoopback(host), options.accessToken == nil, !clientCertificates {
             throw MsgError(.config, "msg web on \(host) can be reached from other hosts: give --token-file, or https:// with client_ca= (client certificates), or listen on 127.0.0.1")
         }
-        let runPolicy = try PolicyOptions.parse([]).policy(session.settings.retry)
-        let routeOptions = try PolicyOptions.parse([]).options(statuses: [.queued], policy: runPolicy, settings: session.settings)
+        let defaults = try PolicyOptions.parse([])
+        let runPolicy = defaults.policy(session.settings.retry)
+        let routeOptions = defaults.options(statuses: [.queued], policy: runPolicy, settings: session.settings)
         let lookup = RouteLookup(settings: session.settings, policy: runPolicy, options: routeOptions, flags: [])
         // As msg route words it, the transport without credentials or parameters.
-        let route: @Sendable (String) -> String = { destination in
+        let route: @Sendable (String) -> (line: String, transport: String) = { destination in
             var answer = lookup.answer(destination)
             answer.transport = Session.shown(answer.transport)
-            return RouteLookup.text(answer).split(separator: "\n").dropFirst()
+            let line = RouteLookup.text(answer).split(separator: "\n").dropFirst()
                 .map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }.joined(separator: " · ")
+            return (line, answer.transport + " from " + (answer.from["transport"] ?? "default"))
         }
         let (loader, storeURL) = (session.loader, session.settings.store)
         let dashboard = Dashboard(store: try session.store(allowActions ? .write : .read), options: options, route: route,

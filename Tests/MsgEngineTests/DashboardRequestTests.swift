@@ -18,7 +18,7 @@ import Testing
         options.accessToken = token
         options.addressedOnly = addressedOnly
         options.storeName = "sqlite:test"
-        let page = Dashboard(store: store, options: options, route: { "transport file:/tmp/out from default · retry … " + $0 },
+        let page = Dashboard(store: store, options: options, route: { ("transport file:/tmp/out from default · retry … " + $0, "file:/tmp/out from default") },
                              reporter: Reporter { _ in })
         return (page, try loader.openStore(url, access: .read))
     }

@@ -48,7 +48,7 @@ public final class Dashboard: Sendable {
     let openAnother: (@Sendable () throws(MsgError) -> any Store)?
 
     /// Pages of `store`, which the dashboard alone uses from now on.
-    public init(store: any Store, options: Options, route: @escaping @Sendable (String) -> String, reporter: Reporter,
+    public init(store: any Store, options: Options, route: @escaping @Sendable (String) -> (line: String, transport: String), reporter: Reporter,
                 openAnother: (@Sendable () throws(MsgError) -> any Store)? = nil) {
         self.store = StoreTurns(store)
         self.openAnother = openAnother
@@ -58,9 +58,7 @@ public final class Dashboard: Sendable {
         // The config file is read once: a destination's route stays what it was.
         self.route = { destination in
             if let known = routes.withLock({ $0[destination] }) { return known }
-            let line = route(destination)
-            let first = line.firstRange(of: " · ").map { String(line[..<$0.lowerBound]) } ?? line
-            let answer = (line, first.hasPrefix("transport ") ? String(first.dropFirst(10)) : first)
+            let answer = route(destination)
             routes.withLock { r in
                 if r.count >= 100_000 { r.removeAll() }
                 r[destination] = answer

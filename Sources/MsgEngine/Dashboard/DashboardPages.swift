@@ -264,9 +264,8 @@ extension Dashboard {
         let (m, why, ledger) = try withStore { (s) throws(MsgError) -> (Message, String?, String) in
             guard let m = try s.get(id)?.message else { throw MsgError(.notFound, "no message with id \(id)") }
             let why = [.queued, .failed, .held].contains(m.status) ? try Destinations(store: s).why(m, now: now) : nil
-            let ledger = try s.capabilities.ledger.map { (l) throws(MsgError) in
-                "kept: this message and each change of it are leaves of the store's ledger of \(try l.ledgerRead { () throws(MsgError) in try l.ledgerSize() }) leaves"
-            } ?? "this store keeps no ledger"
+            let ledger = try Self.ledgerSize(s).map { "kept: this message and each change of it are leaves of the store's ledger of \($0) leaves" }
+                ?? "this store keeps no ledger"
             return (m, why, ledger)
         }
         return page(title: "msg: " + m.id) { h in

@@ -17,7 +17,7 @@ extension Dashboard {
     func ledger(verifyNow: Bool) throws(MsgError) -> WebResponse {
         if verifyNow, let open = openAnother { startVerification(open) }
         let size = try withStore { (s) throws(MsgError) -> Int? in
-            try s.capabilities.ledger.map { (l) throws(MsgError) in try l.ledgerRead { () throws(MsgError) in try l.ledgerSize() } }
+            try Self.ledgerSize(s)
         }
         let v = verification.withLock { $0 }
         return page(title: "msg: ledger") { h in
@@ -43,6 +43,11 @@ extension Dashboard {
             h.tag("</tbody></table>")
             if !v.running { h.tag("<p><a class=\"button\" href=\"/ledger?verify=1\">Verify now</a> (reads every message; msg ledger verify)</p>") }
         }
+    }
+
+    /// The number of leaves in the store's ledger, or nil when it keeps none.
+    static func ledgerSize(_ s: any Store) throws(MsgError) -> Int? {
+        try s.capabilities.ledger.map { (l) throws(MsgError) in try l.ledgerRead { () throws(MsgError) in try l.ledgerSize() } }
     }
 
     private func startVerification(_ open: @escaping @Sendable () throws(MsgError) -> any Store) {

@@ -54,8 +54,8 @@ final class RateHistory: Sendable {
     func chart(minutes: Int, bucket: Int, now: Timestamp) -> HTML {
         let data = buckets(minutes: minutes, bucket: bucket, now: now.milliseconds)
         let top = max(1, data.compactMap { $0.map { max($0.sent, $0.failed) } }.max() ?? 1)
-        let (w, h) = (600, 160)
-        let bar = Double(w) / Double(max(1, data.count))
+        let h = 160
+        let bar = 600 / Double(max(1, data.count))
         var svg = HTML()
         svg.tag("<figure class=\"chart\"><svg viewBox=\"0 0 600 160\" role=\"img\" preserveAspectRatio=\"none\"><line class=\"axis\" x1=\"0\" y1=\"80\" x2=\"600\" y2=\"80\"></line>")
         var sent = 0, failed = 0, known = 0
@@ -83,7 +83,6 @@ final class RateHistory: Sendable {
             svg.text(Self.number(hf))
             svg.tag("\"></rect>")
         }
-        _ = w
         svg.tag("</svg><figcaption>")
         if known == 0 {
             svg.text("no readings yet: msg web reads the store's counts every 15 seconds while it runs")

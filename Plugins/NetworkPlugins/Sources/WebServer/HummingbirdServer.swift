@@ -92,7 +92,7 @@ final class HummingbirdServer: WebServer, @unchecked Sendable {
         let display = url.text
         Task.detached {
             do { try await group.run() } catch {
-                bound.withLock { $0 = $0 ?? .failure(MsgError(.unavailable, "\(display): cannot listen (\(Self.reason(error)))")) }
+                bound.withLock { $0 = $0 ?? .failure(MsgError(.unavailable, "\(display): cannot listen (\(error))")) }
             }
             ready.signal()
             done.signal()
@@ -139,11 +139,6 @@ final class HummingbirdServer: WebServer, @unchecked Sendable {
             if let name = HTTPField.Name(h.name) { fields.append(HTTPField(name: name, value: h.value)) }
         }
         return Response(status: .init(code: answer.status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        if let io = error as? IOError { return io.description }
-        return "\(error)"
     }
 }
 
