@@ -55,11 +55,11 @@ public final class PluginRegistrar {
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 9
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 5
+    public static let abiMinor: UInt32 = 6
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 5 }
+    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 6 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.
