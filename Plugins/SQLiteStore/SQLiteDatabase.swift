@@ -203,6 +203,12 @@ final class SQLiteDatabase {
         try between("BEGIN DEFERRED", what, body)
     }
 
+    /// Runs `body` in the transaction under way, or in a ``snapshot(_:_:)`` when none is.
+    func consistent<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
+        if sqlite3_get_autocommit(handle) == 0 { return try body() }
+        return try snapshot(what, body)
+    }
+
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction: the write lock is taken up
     /// front, so two writers wait for each other instead of failing on upgrade.
     /// Commits when `body` returns, rolls back when it throws.

@@ -28,14 +28,17 @@ import MsgKit
 /// - No index by recipient alone: it doubled the cost of `queue add` (random
 ///   inserts into a large b-tree).
 ///
-/// Schema 5 adds `tallies`, what the store counts with every change (``SQLiteTally``),
-/// so that metrics and per-destination counts read no record; schema 6
-/// `created_minutes`, the records by status and creation minute (``SQLiteAges``), so
-/// that `queue stats` reads none either; schema 7 `claim_floors`, where each commit
-/// changed the queue (``SQLiteFloors``), so that a kept claim scan goes back only
-/// that far when another process commits, and `claim_hints`, where the last one-shot
-/// run's scan stopped; schema 8 `payloads`, the content of large records written
-/// once, apart from the row each change rewrites (``SQLitePayloads``).
+/// Schema 5 added `tallies`, what the store counts with every change, so that
+/// metrics and per-destination counts read no record; schema 6 `created_minutes`,
+/// the records by status and creation minute, so that `queue stats` reads none
+/// either; schema 7 `claim_floors`, where each commit changed the queue, so that a
+/// kept claim scan goes back only that far when another process commits, and
+/// `claim_hints`, where the last one-shot run's scan stopped; schema 8 `payloads`,
+/// the content of large records written once, apart from the row each change
+/// rewrites (``SQLitePayloads``); schema 9 the ledger, a run of leaves a commit.
+/// Schema 10 keeps all of these but the payloads as one row a commit of `commits`
+/// (``SQLiteJournal``), with the hints and the counts' snapshot in `kept`: a store
+/// has 6 tables, not 10, and a commit writes one row beside its changes, not four.
 ///
 /// Schema 4 keeps dead and held records out of the open ones: a million dead after
 /// an outage cost a flush nothing (a flush of ten past them: 214 ms in schema 3,
@@ -48,7 +51,7 @@ import MsgKit
 /// mock 0.58x, with 5,000 recipients).
 enum SQLiteSchema {
     /// The version this msg writes.
-    static let current: Int64 = 9
+    static let current: Int64 = 10
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static let migrations: [String] = [
@@ -113,20 +116,49 @@ enum SQLiteSchema {
         UPDATE messages SET open = NULL WHERE open IS NOT NULL AND status NOT IN ('queued', 'failed', 'sending');
         CREATE INDEX messages_parked ON messages(created_at, id) WHERE open IS NULL AND status IN ('dead', 'held');
         """,
-        // Version 5: the counts (``SQLiteTally``), filled from the records by ``migrate(_:)``.
-        SQLiteTally.tables,
-        // Version 6: the records by status and creation minute (``SQLiteAges``), filled
-        // by ``migrate(_:)`` with the counts.
-        SQLiteAges.table,
-        // Version 7: where each commit changed the queue and where the last run stopped
-        // (``SQLiteFloors``), empty at first.
-        SQLiteFloors.table,
+        // Version 5: the counts and their log (carried into the journal by version 10).
+        """
+        CREATE TABLE tallies (kind TEXT NOT NULL, a TEXT NOT NULL, b TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (kind, a, b)) WITHOUT ROWID;
+        CREATE TABLE tally_log (seq INTEGER PRIMARY KEY, deltas TEXT NOT NULL);
+        """,
+        // Version 6: the records by status and creation minute.
+        "CREATE TABLE created_minutes (status TEXT NOT NULL, minute INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (status, minute)) WITHOUT ROWID;",
+        // Version 7: where each commit changed the queue and where the last run stopped.
+        """
+        CREATE TABLE claim_floors (seq INTEGER PRIMARY KEY, created_at INTEGER);
+        CREATE TABLE claim_hints (kind TEXT NOT NULL PRIMARY KEY, hint TEXT NOT NULL) WITHOUT ROWID;
+        """,
         // Version 8: large contents kept apart, written once (``SQLitePayloads``); no
         // row is rewritten.
         SQLitePayloads.table,
-        // Version 9: the ledger (``SQLiteLedger``), begun by ``migrate(_:)`` with the
-        // number of messages stored before it.
-        SQLiteLedger.tables,
+        // Version 9: the ledger, begun by ``migrate(_:)`` with the number of messages
+        // stored before it.
+        """
+        ALTER TABLE messages ADD COLUMN ledger TEXT;
+        ALTER TABLE messages ADD COLUMN history_n INTEGER NOT NULL DEFAULT -1;
+        ALTER TABLE messages ADD COLUMN content_fp INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE ledger (first INTEGER PRIMARY KEY, count INTEGER NOT NULL, leaves BLOB NOT NULL);
+        CREATE TABLE ledger_removed (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ledger TEXT NOT NULL);
+        """,
+        // Version 10: the commit journal (``SQLiteJournal``). Its first row says that
+        // anything may have changed (format 1, floor all), numbered after every floor
+        // kept before, so a claim scan's mark from then is answered "all"; then the
+        // ledger's runs as they were and the hints; the counts are carried by
+        // ``migrate(_:)``. A table a test's older store lacks is made first, empty.
+        SQLiteJournal.tables + """
+        CREATE TABLE IF NOT EXISTS claim_floors (seq INTEGER PRIMARY KEY, created_at INTEGER);
+        CREATE TABLE IF NOT EXISTS claim_hints (kind TEXT NOT NULL PRIMARY KEY, hint TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS ledger (first INTEGER PRIMARY KEY, count INTEGER NOT NULL, leaves BLOB NOT NULL);
+        INSERT INTO commits (seq, first, count, effects) SELECT coalesce(max(seq), 0) + 1, 0, 0, X'010200000000' FROM claim_floors;
+        INSERT INTO commits (first, count, effects, leaves) SELECT first, count, X'010000000000', leaves FROM ledger ORDER BY first;
+        INSERT INTO kept (name, value) SELECT 'hint:' || kind, CAST(hint AS BLOB) FROM claim_hints;
+        DROP TABLE IF EXISTS tallies;
+        DROP TABLE IF EXISTS tally_log;
+        DROP TABLE IF EXISTS created_minutes;
+        DROP TABLE claim_floors;
+        DROP TABLE claim_hints;
+        DROP TABLE ledger;
+        """,
     ]
 
     /// Puts the file in WAL mode. Changing the journal mode needs an exclusive lock and
@@ -165,20 +197,54 @@ enum SQLiteSchema {
             // Read again under the write lock: another process may have migrated.
             let version = try db.integer("PRAGMA user_version")
             try refuseForeign(db, version: version)
+            var carried: CommitFold?
             for step in Int(version)..<Int(current) {
+                if step == 9 { carried = try countsBefore10(db) }
                 try db.execute(migrations[step], "migrating the schema to version \(step + 1)")
             }
             if version < 9 {
-                try SQLiteLedger.begin(db, count: Int(try db.integer("SELECT count(*) FROM messages")))
+                var appended = 0
+                try SQLiteJournal.begin(db, count: Int(try db.integer("SELECT count(*) FROM messages")), appended: &appended)
             }
-            if version < 5 {
-                try SQLiteTally.rebuild(db)
-            } else if version < 6 {
-                try SQLiteAges.rebuild(db, now: .now())
+            if var carried {
+                carried.mark = try SQLiteJournal.newest(db)
+                try SQLiteJournal.save(carried, db)
+            } else {
+                try SQLiteJournal.recount(db)
             }
             try db.execute("PRAGMA application_id = \(SQLiteHeader.msgApplicationID)", "marking the file as msg's")
             try db.execute("PRAGMA user_version = \(current)", "recording the schema version")
         }
+    }
+
+    /// The counts a store of schema 5 to 9 kept, when they were whole (a row `ok` of
+    /// `tallies` says so): `tallies` with `tally_log`, and `created_minutes`
+    /// (counted from the records below schema 6). Nil when they were not: the store
+    /// counts afresh.
+    private static func countsBefore10(_ db: SQLiteDatabase) throws(MsgError) -> CommitFold? {
+        guard try db.integer("SELECT count(*) FROM sqlite_master WHERE name IN ('tallies', 'tally_log')") == 2,
+              try db.integer("SELECT count(*) FROM tallies WHERE kind = 'ok'") > 0 else { return nil }
+        var fold = CommitFold()
+        let s = try db.statement("SELECT kind, a, b, n, NULL FROM tallies UNION ALL SELECT NULL, NULL, NULL, NULL, deltas FROM tally_log")
+        while try s.step("carrying the counts over") {
+            if s.isNull(0) {
+                fold.tally.add(logText: s.bytes(4))
+            } else if let kind = Tally.Kind(rawValue: String(decoding: s.bytes(0), as: UTF8.self)) {
+                fold.tally.add(Int(s.int64(3)), to: Tally.Key(kind, String(decoding: s.bytes(1), as: UTF8.self), String(decoding: s.bytes(2), as: UTF8.self)))
+            }
+        }
+        s.reset()
+        guard try db.integer("SELECT count(*) FROM sqlite_master WHERE name = 'created_minutes'") > 0 else {
+            fold.created = try SQLiteJournal.minutes(db, now: .now())
+            return fold
+        }
+        let minutes = try db.statement("SELECT status, minute, n FROM created_minutes")
+        while try minutes.step("carrying the counts over") {
+            fold.created[CreatedMinute(status: String(decoding: minutes.bytes(0), as: UTF8.self), minute: minutes.int64(1))] = Int(minutes.int64(2))
+        }
+        minutes.reset()
+        fold.prune(now: .now())
+        return fold
     }
 
     /// Checks, without changing anything, that the database holds a store this msg reads.

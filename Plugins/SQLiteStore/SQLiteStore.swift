@@ -37,9 +37,9 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
             try db.execute("PRAGMA synchronous=FULL", "opening it")
             if access == .write {
                 try SQLiteSchema.migrate(db)
-                if try !SQLiteTally.isWhole(db) {
+                if try !SQLiteJournal.isWhole(db) {
                     try db.transaction("counting the messages afresh") { () throws(MsgError) in
-                        if try !SQLiteTally.isWhole(db) { try SQLiteTally.rebuild(db) }
+                        if try !SQLiteJournal.isWhole(db) { try SQLiteJournal.recount(db) }
                     }
                 }
             } else {
@@ -259,8 +259,8 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     /// The number of the ledger's next leaf when the transaction under way began,
     /// once read: its run's first (``leafNumbers(_:)``).
     var firstLeaf: Int?
-    /// Log text this handle appended since its last fold (``SQLiteTally/apply(_:_:logged:)``).
-    var loggedBytes = 0
+    /// Journal bytes this handle appended since its last fold (``SQLiteJournal/append(_:first:_:appended:)``).
+    var journalBytes = 0
 
     /// After a claim of this handle: its own commits do not change `data_version`.
     private func noteOwnCommit() {

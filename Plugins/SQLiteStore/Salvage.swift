@@ -55,8 +55,9 @@ enum Salvage {
         try SQLiteSchema.migrate(new)
         // The rows go over uncounted: the counts are made afresh at the end (or, if
         // this process is killed before, by the next one to open the store).
-        try new.execute("DELETE FROM tallies WHERE kind = 'ok'", "carrying records over")
+        try new.execute("DELETE FROM kept WHERE name = 'fold'", "carrying records over")
         var carried = 0
+        var appended = 0
         var pending: [[Value]] = []
         func flush() throws(MsgError) {
             guard !pending.isEmpty else { return }
@@ -72,7 +73,7 @@ enum Salvage {
                 carried += here
                 // The new store's ledger begins again with them (the old one stays
                 // in the damaged file): each is covered from its next change.
-                if here > 0 { try SQLiteLedger.begin(new, count: here) }
+                if here > 0 { try SQLiteJournal.begin(new, count: here, appended: &appended) }
             }
             pending.removeAll(keepingCapacity: true)
         }
@@ -127,7 +128,7 @@ enum Salvage {
                 }
             }
         }
-        try new.transaction("counting the messages carried over") { () throws(MsgError) in try SQLiteTally.rebuild(new) }
+        try new.transaction("counting the messages carried over") { () throws(MsgError) in try SQLiteJournal.recount(new) }
         return (carried, complete)
     }
 

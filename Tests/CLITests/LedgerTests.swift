@@ -66,11 +66,11 @@ import Testing
         ("the last entry removed", "H:u3:h.pop()", "u3 has 2 history entries and the ledger 3"),
         // A leaf rewritten in the log: the message it held, then the checkpoint, say so.
         // The last byte changed whatever it was (set to 0, it was already 0 one run in 256).
-        ("a leaf of the log", #"sqlite3 queue.sqlite "UPDATE ledger SET leaves = substr(leaves, 1, length(leaves) - 1) || CASE WHEN substr(leaves, -1) = X'00' THEN X'01' ELSE X'00' END WHERE first = 1""#,
+        ("a leaf of the log", #"sqlite3 queue.sqlite "UPDATE commits SET leaves = substr(leaves, 1, length(leaves) - 1) || CASE WHEN substr(leaves, -1) = X'00' THEN X'01' ELSE X'00' END WHERE first = 1 AND count > 0""#,
          "u1: its content"),
         // A leaf whose kind byte says a format this msg does not know (a store built
         // for a newer msg): named as such, not as a change, and its message not replayed.
-        ("a leaf of a newer format", #"sqlite3 queue.sqlite "UPDATE ledger SET leaves = CASE substr(leaves, 1, 1) WHEN X'01' THEN X'21' WHEN X'11' THEN X'21' WHEN X'02' THEN X'22' WHEN X'03' THEN X'23' WHEN X'13' THEN X'23' ELSE X'24' END || substr(leaves, 2) WHERE first = 1""#,
+        ("a leaf of a newer format", #"sqlite3 queue.sqlite "UPDATE commits SET leaves = CASE substr(leaves, 1, 1) WHEN X'01' THEN X'21' WHEN X'11' THEN X'21' WHEN X'02' THEN X'22' WHEN X'03' THEN X'23' WHEN X'13' THEN X'23' ELSE X'24' END || substr(leaves, 2) WHERE first = 1 AND count > 0""#,
          "leaf 1 is in ledger format 3, which this msg (format 2) cannot check"),
         // msg's own rules over the replay: a state written after delivery (the body
         // of a sent message rewritten, then a change through msg, which writes the
@@ -164,7 +164,7 @@ import Testing
             while v >= 0x80: out.append(v & 0x7f | 0x80); v >>= 7
             return bytes(out + bytes([v]))
         changed = 0
-        for first, leaves in db.execute("SELECT first, leaves FROM ledger").fetchall():
+        for first, leaves in db.execute("SELECT first, leaves FROM commits WHERE count > 0").fetchall():
             out, i = bytearray(), 0
             while i < len(leaves):
                 kind = leaves[i]; n, i = varint(leaves, i + 1); size, i = varint(leaves, i)
@@ -172,7 +172,7 @@ import Testing
                 if kind >> 4 == 1:
                     kind, name, changed = kind & 15, str(uuid.UUID(bytes=bytes(name))).encode(), changed + 1
                 out += bytes([kind]) + put(n) + put(len(name)) + name + leaves[i:i + 32]; i += 32
-            db.execute("UPDATE ledger SET leaves = ? WHERE first = ?", (bytes(out), first))
+            db.execute("UPDATE commits SET leaves = ? WHERE first = ? AND count > 0", (bytes(out), first))
         db.commit(); print("format 1:", changed)'
         """#
 
@@ -183,14 +183,14 @@ import Testing
         let s = try Sandbox()
         let ids = try Self.store(s)
         try #require(ids.count == 4)
-        let sizes = "sqlite3 queue.sqlite \"SELECT sum(length(leaves)) FROM ledger\""
+        let sizes = "sqlite3 queue.sqlite \"SELECT sum(length(leaves)) FROM commits\""
         let r = try s.sh("""
             \(sizes)
             \(Self.toFormatOne)
             \(sizes)
             msg ledger verify --checkpoint cp --pubkey k.pub
             msg compose --to u5 --body five --enqueue > /dev/null
-            sqlite3 queue.sqlite "SELECT hex(substr(leaves, 1, 1)) FROM ledger ORDER BY first DESC LIMIT 1"
+            sqlite3 queue.sqlite "SELECT hex(substr(leaves, 1, 1)) FROM commits WHERE count > 0 ORDER BY first DESC LIMIT 1"
             msg queue rm \(ids[3]) > /dev/null
             msg ledger checkpoint --key k >> cp
             msg ledger verify --checkpoint cp --pubkey k.pub

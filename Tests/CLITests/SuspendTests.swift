@@ -53,7 +53,7 @@ import Testing
     }
 
     /// `msg flush` from cron while a destination is suspended: each run leaves where
-    /// its scan stopped (`claim_hints`) and the next starts there, sending what
+    /// its scan stopped (`kept`) and the next starts there, sending what
     /// arrived and still saying how many wait; resumed, every held message goes, in
     /// order, none twice.
     @Test func cronFlushesPastASuspensionStartWhereTheLastStoppedAndLoseNothing() throws {
@@ -64,7 +64,7 @@ import Testing
             for run in 1 2 3; do
                 msg compose --to up$run@x --body u$run --enqueue > /dev/null
                 msg flush --transport stdout: < /dev/null 2> flush$run.err | grep -c '"sent"'; echo "exit ${PIPESTATUS[0]}"
-                sqlite3 queue.sqlite 'SELECT count(*) FROM claim_hints'
+                sqlite3 queue.sqlite "SELECT count(*) FROM kept WHERE name LIKE 'hint:%'"
             done
             cat flush3.err
             msg destinations resume down@x 2> /dev/null

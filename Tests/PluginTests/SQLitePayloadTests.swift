@@ -133,13 +133,13 @@ import Testing
         try SystemCalls.writeAll(fd, whole.json, code: .storeIO, what: file)
         close(fd)
         #expect(try TestProcess.sh("""
-            sqlite3 '\(path)' "DROP TABLE payloads; ALTER TABLE messages DROP COLUMN content_len; DROP TABLE ledger; DROP TABLE ledger_removed; \
+            sqlite3 '\(path)' "DROP TABLE payloads; ALTER TABLE messages DROP COLUMN content_len; DROP TABLE commits; DROP TABLE kept; DROP TABLE ledger_removed; \
             ALTER TABLE messages DROP COLUMN ledger; ALTER TABLE messages DROP COLUMN history_n; ALTER TABLE messages DROP COLUMN content_fp; PRAGMA user_version = 7; \
             INSERT INTO messages (id, status, recipient, created_at, updated_at, open, record, history_at) \
             VALUES ('\(m.id)', 'queued', '\(m.to)', \(m.createdAt.milliseconds), \(m.updatedAt.milliseconds), 1, CAST(readfile('\(file)') AS TEXT), \(whole.historyOffset))"
             """).status == 0)
         let store = try loader.openStore("sqlite:\(path)")
-        #expect(try Self.query(path, "PRAGMA user_version; SELECT count(*) FROM payloads") == "9\n0")
+        #expect(try Self.query(path, "PRAGMA user_version; SELECT count(*) FROM payloads") == "10\n0")
         #expect(try store.get(m.id)?.json == whole.json, "read as it was stored")
         var listed: [[UInt8]] = []
         try store.listJSON(Query(), includeHistory: true) { (b) throws(MsgError) -> Bool in listed.append(Array(b)); return true }

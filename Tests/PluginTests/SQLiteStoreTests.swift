@@ -204,25 +204,31 @@ import Testing
         }
     }
 
-    /// The store keeps the last 4,096 commits' floors: a reader whose mark is older
-    /// than what was kept is told that anything may have changed, never a floor that
-    /// leaves out a commit it forgot.
-    @Test func aMarkOlderThanTheFloorsKeptGetsAll() throws {
+    /// One journal row a commit and nothing else beside the rows (schema 10): a new
+    /// store has six tables; an add and a claim that writes a state append one row
+    /// of `commits` each, and the floors since a mark are read from those rows.
+    @Test func aCommitWritesOneJournalRow() throws {
         let dir = temporaryDirectory()
         let path = "\(dir)/q.sqlite"
         let opened = try loader.openStore("sqlite:\(path)")
-        let store = try #require(opened.capabilities.floors)
-        _ = try opened.add([Fixtures.message(1)])
-        let old = try store.changeFloor(since: nil).mark
-        #expect(old == 1)
-        // 8,190 commits' rows, as if made by other processes, then one more commit (8,192): the prune.
-        #expect(try TestProcess.sh("sqlite3 '\(path)' 'WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 8191) INSERT INTO claim_floors (seq, created_at) SELECT i, 9000000000000 FROM n'").status == 0)
-        #expect(try store.changeFloor(since: old).floor == .from(ClaimPosition(createdAt: Timestamp(milliseconds: 9_000_000_000_000), id: "")), "all kept so far")
-        _ = try opened.add([Fixtures.message(2, createdOffset: 5)])
-        let now = try store.changeFloor(since: old)
-        #expect(now.mark == 8192)
-        #expect(now.floor == .all, "the rows after the mark were forgotten")
-        #expect(try store.changeFloor(since: 8192 - 4096).floor == .from(ClaimPosition(createdAt: Fixtures.message(2, createdOffset: 5).createdAt, id: "")), "the oldest mark kept still gets its floor")
-        #expect(try store.changeFloor(since: 8192 - 4097).floor == .all)
+        let floors = try #require(opened.capabilities.floors)
+        let query = { (sql: String) throws -> String in
+            var out = try TestProcess.sh("sqlite3 '\(path)' \"\(sql)\"").text
+            while out.last == "\n" { out.removeLast() }
+            return out
+        }
+        #expect(try query("SELECT count(*) FROM sqlite_master WHERE type = 'table'") == "6")
+        let rows = try query("SELECT count(*) FROM commits")
+        let mark = try floors.changeFloor(since: nil).mark
+        let first = Fixtures.message(1, createdOffset: 5)
+        _ = try opened.add([Fixtures.message(2, createdOffset: 9), first])
+        #expect(try query("SELECT count(*) FROM commits") == String(Int(rows)! + 1))
+        #expect(try floors.changeFloor(since: mark).floor == .from(ClaimPosition(createdAt: first.createdAt, id: "")))
+        let later = try floors.changeFloor(since: nil).mark
+        #expect(try floors.changeFloor(since: later).floor == ChangeFloor.Floor.none)
+        _ = try opened.claimSession { (session) throws(MsgError) in try session.store([], states: ["k": "paused"]) }
+        #expect(try query("SELECT count(*) FROM commits") == String(Int(rows)! + 2))
+        #expect(try floors.changeFloor(since: later).floor == .all, "a state written: anything may have changed")
+        #expect(try floors.changeFloor(since: later + 5).floor == .all, "a mark ahead of the store's")
     }
 }
