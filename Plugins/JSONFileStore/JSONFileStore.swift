@@ -40,12 +40,12 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     let path: String
     private let maxRecords: Int
     private let access: StoreAccess
-    private let lockFD: Int32
+    let lockFD: Int32
     private var dataFD: Int32 = -1
     private var identity: (dev: UInt64, ino: UInt64) = (0, 0)
-    private var state = StoreState()
+    var state = StoreState()
     /// Whether a ``ledgerRead(_:)`` holds the shared lock over one state.
-    private var inSnapshot = false
+    var inSnapshot = false
     /// Lines for the user (``takeNotices()``).
     private var notices: [String] = []
 
@@ -239,7 +239,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         return result
     }
 
-    private func read() throws(MsgError) {
+    func read() throws(MsgError) {
         // Within ``ledgerRead(_:)``: its lock is held and the state is the one read.
         if inSnapshot { return }
         try lock(LOCK_SH)
@@ -247,7 +247,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         try refresh(writer: false)
     }
 
-    private func lock(_ operation: Int32) throws(MsgError) {
+    func lock(_ operation: Int32) throws(MsgError) {
         while flock(lockFD, operation) != 0 {
             if errno != EINTR { throw SystemCalls.error(.storeIO, "cannot lock \(path).lock") }
         }
@@ -255,7 +255,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
 
     /// Brings the in-memory state up to date with the file: from scratch when the file
     /// was replaced (compaction by another process), else the lines appended since.
-    private func refresh(writer: Bool) throws(MsgError) {
+    func refresh(writer: Bool) throws(MsgError) {
         var st = stat()
         if stat(path, &st) != 0 {
             guard errno == ENOENT else { throw SystemCalls.error(.storeIO, "cannot inspect \(path)") }
@@ -381,75 +381,5 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         identity = (UInt64(st.st_dev), UInt64(st.st_ino))
         state.offset = w.bytes.count
         state.lines = lines + state.destinations.count
-    }
-}
-
-extension JSONFileStore: LedgerStore {
-    /// Under the shared lock, on the state read once: every call in `body` reads it.
-    public func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
-        if inSnapshot { return try body() }
-        try lock(LOCK_SH)
-        defer { flock(lockFD, LOCK_UN) }
-        try refresh(writer: false)
-        inSnapshot = true
-        defer { inSnapshot = false }
-        return try body()
-    }
-
-    public func ledgerSize() throws(MsgError) -> Int {
-        try ledger().count
-    }
-
-    /// The ledger, read. - Throws: `storeIO` when the store holds messages from
-    /// before its ledger began and no command wrote since.
-    private func ledger() throws(MsgError) -> JSONLedger {
-        try read()
-        guard state.ledger.began || state.records.isEmpty else {
-            throw MsgError(.storeIO, "store \(path) holds \(state.records.count) messages from before its ledger began; a command that writes, such as msg recover, begins it")
-        }
-        return state.ledger
-    }
-
-    /// Runs of at most ``runLength`` leaves, numbered from a multiple of it.
-    public func ledgerRuns(from: Int, _ body: (Int, UnsafeRawBufferPointer) throws(MsgError) -> Bool) throws(MsgError) {
-        let ledger = try ledger()
-        var first = max(0, from) / Self.runLength * Self.runLength
-        while first < ledger.count {
-            let end = min(first + Self.runLength, ledger.count)
-            let run = Array(ledger.leaves(first..<end))
-            var more = true
-            try run.withUnsafeBufferPointer { (b) throws(MsgError) in more = try body(first, UnsafeRawBufferPointer(b)) }
-            if !more { return }
-            first = end
-        }
-    }
-
-    public func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])? {
-        let ledger = try ledger()
-        guard index >= 0, index < ledger.count else { return nil }
-        let first = index / Self.runLength * Self.runLength
-        return (first, Array(ledger.leaves(first..<min(first + Self.runLength, ledger.count))))
-    }
-
-    /// The stored messages in FIFO order, then the removed ones as they were removed.
-    public func ledgerMessages(_ body: (EncodedMessage?, String, [Int]?) throws(MsgError) -> Bool) throws(MsgError) {
-        let ledger = try ledger()
-        for m in state.fifo() {
-            if try !body(EncodedMessage(m), m.id, ledger.rows[m.id]?.list) { return }
-        }
-        for (id, list) in ledger.removed {
-            if try !body(nil, id, list) { return }
-        }
-    }
-
-    /// The leaves a run of ``ledgerRuns(from:_:)`` holds at most.
-    static let runLength = 4_096
-}
-
-/// Registers the `json:` scheme.
-@_cdecl("msg_plugin_register")
-public func msgPluginRegister(_ abi: UInt32, _ registrar: UnsafeMutableRawPointer) -> Int32 {
-    PluginRegistrar.register(abiVersion: abi, registrar: registrar, plugin: "JSONFileStore", version: MsgVersion.current) { r in
-        r.store(scheme: "json") { url, access throws(MsgError) in try JSONFileStore(url: url, access: access) }
     }
 }

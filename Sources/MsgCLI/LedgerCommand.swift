@@ -30,7 +30,9 @@ struct LedgerKeygenCommand: ParsableCommand {
         let pub = try Ed25519.publicKey(seed: seed)
         try OutputFile.write(key, Array(LedgerKeys.privateLine(seed).utf8), option: "--key", mode: 0o600, streams: false, code: .storeIO)
         try OutputFile.write(key + ".pub", Array(LedgerKeys.publicLine(pub).utf8), option: "--key", mode: 0o644, streams: false, code: .storeIO)
-        print("key \(try LedgerCheckpoint.keyID(of: pub)): \(key) and \(key).pub")
+        let out = ByteOutput()
+        out.write("key \(try LedgerCheckpoint.keyID(of: pub)): \(key) and \(key).pub\n")
+        try out.flush()
     }
 }
 
