@@ -27,6 +27,10 @@ enum SQLiteJournal {
         CREATE TABLE kept (name TEXT NOT NULL PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
         """
 
+    /// How many rows after a mark ``SQLiteStore/changeFloor(since:)`` reads; a mark
+    /// further behind is told anything may have changed (as schema 9 kept 4,096 floors).
+    static let floorRows: Int64 = 4096
+
     /// Appends the commit's row, in the caller's transaction, its leaves numbered
     /// from `first` (the ledger's end, read when they were numbered), and folds
     /// when it falls due (`appended`: this handle's row bytes since its last fold).

@@ -199,7 +199,7 @@ enum SQLiteSchema {
             try refuseForeign(db, version: version)
             var carried: CommitFold?
             for step in Int(version)..<Int(current) {
-                if step == 9 { carried = try countsBefore10(db) }
+                if step == 9 { carried = try countsBefore10(db, minutesKept: version >= 6) }
                 try db.execute(migrations[step], "migrating the schema to version \(step + 1)")
             }
             if version < 9 {
@@ -218,10 +218,10 @@ enum SQLiteSchema {
     }
 
     /// The counts a store of schema 5 to 9 kept, when they were whole (a row `ok` of
-    /// `tallies` says so): `tallies` with `tally_log`, and `created_minutes`
-    /// (counted from the records below schema 6). Nil when they were not: the store
-    /// counts afresh.
-    private static func countsBefore10(_ db: SQLiteDatabase) throws(MsgError) -> CommitFold? {
+    /// `tallies` says so): `tallies` with `tally_log`, and `created_minutes` when
+    /// the store kept them (`minutesKept`: from schema 6; else counted from the
+    /// records). Nil when they were not whole: the store counts afresh.
+    private static func countsBefore10(_ db: SQLiteDatabase, minutesKept: Bool) throws(MsgError) -> CommitFold? {
         guard try db.integer("SELECT count(*) FROM sqlite_master WHERE name IN ('tallies', 'tally_log')") == 2,
               try db.integer("SELECT count(*) FROM tallies WHERE kind = 'ok'") > 0 else { return nil }
         var fold = CommitFold()
@@ -234,7 +234,7 @@ enum SQLiteSchema {
             }
         }
         s.reset()
-        guard try db.integer("SELECT count(*) FROM sqlite_master WHERE name = 'created_minutes'") > 0 else {
+        guard minutesKept, try db.integer("SELECT count(*) FROM sqlite_master WHERE name = 'created_minutes'") > 0 else {
             fold.created = try SQLiteJournal.minutes(db, now: .now())
             return fold
         }

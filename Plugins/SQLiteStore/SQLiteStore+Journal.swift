@@ -68,6 +68,8 @@ extension SQLiteStore: StoreCounting, ChangeFloors, LedgerStore {
             try db.consistent("reading where the queue changed") { () throws(MsgError) -> ChangeFloor in
                 let newest = try SQLiteJournal.newest(db)
                 guard let mark, mark < newest else { return CommitFold.floor(since: mark, newest: newest, []) }
+                // Far behind: anything may have changed, without reading thousands of rows.
+                if newest - mark > SQLiteJournal.floorRows { return ChangeFloor(mark: newest, floor: .all) }
                 let s = try db.statement("SELECT effects FROM commits WHERE seq > ?1 AND seq <= ?2")
                 defer { s.reset() }
                 s.bind(1, mark)

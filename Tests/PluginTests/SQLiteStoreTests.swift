@@ -231,4 +231,27 @@ import Testing
         #expect(try floors.changeFloor(since: later).floor == .all, "a state written: anything may have changed")
         #expect(try floors.changeFloor(since: later + 5).floor == .all, "a mark ahead of the store's")
     }
+
+    /// A mark more than 4,096 rows behind is told anything may have changed, as
+    /// schema 9 forgot older floors; up to there the rows are read.
+    @Test func aMarkFarBehindGetsAll() throws {
+        let dir = temporaryDirectory()
+        let path = "\(dir)/q.sqlite"
+        let opened = try loader.openStore("sqlite:\(path)")
+        let floors = try #require(opened.capabilities.floors)
+        _ = try opened.add([Fixtures.message(1)])
+        let mark = try floors.changeFloor(since: nil).mark
+        // Rows that wrote nothing, as if other processes committed: 4,096, then one more.
+        func rows(_ n: Int) throws {
+            #expect(try TestProcess.sh("""
+                sqlite3 '\(path)' "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(n)) \
+                INSERT INTO commits (first, count, effects) SELECT (SELECT first + count FROM commits ORDER BY seq DESC LIMIT 1), 0, X'010000000000' FROM n"
+                """).status == 0)
+        }
+        try rows(4096)
+        #expect(try floors.changeFloor(since: mark) == ChangeFloor(mark: mark + 4096, floor: .none))
+        try rows(1)
+        #expect(try floors.changeFloor(since: mark) == ChangeFloor(mark: mark + 4097, floor: .all))
+        #expect(try opened.add([Fixtures.message(2)]).map(\.inserted) == [true], "the ledger's numbering goes on after them")
+    }
 }

@@ -50,7 +50,7 @@ extension CommitEffects {
 /// snapshot (``snapshot(into:)``), rewritten when it folds, so a reader adds to it
 /// only the rows after its mark: a store folds in the commit that appends the
 /// ``foldEvery``th row since, or when this handle appended ``foldBytes`` of row
-/// bytes since its last fold (``isDue(rows:bytes:)``). A million records added to
+/// bytes since its last fold. A million records added to
 /// 5,000 recipients left 17 MB of log unfolded: 140 ms for each `msg metrics`; 20 ms
 /// with the bound at 2 MiB, which cost the flush and `queue add` 2-3% more folding
 /// than 512 rows alone.
@@ -70,10 +70,6 @@ public struct CommitFold: Sendable, Equatable {
     static let snapshotFormat: UInt8 = 1
 
     public init() {}
-
-    /// Whether a store that appended row `rows` rows after the mark, and `bytes` bytes
-    /// of rows since its last fold, folds now.
-    public static func isDue(rows: Int64, bytes: Int) -> Bool { rows >= foldEvery || bytes >= foldBytes }
 
     /// A snapshot read back; nil when it is not one this MsgKit wrote.
     public init?(snapshot bytes: UnsafeRawBufferPointer) {
