@@ -87,7 +87,8 @@ public struct CommitFold: Sendable, Equatable {
     }
 
     /// Adds a journal row's bytes (``CommitEffects/journalBytes(into:)``).
-    /// - Returns: false, adding nothing, when they are not format 1.
+    /// - Returns: false when they are not format 1 (nothing added) or are cut short
+    ///   (what came before the cut is added: a store's row is written whole or not at all).
     @discardableResult
     public mutating func add(journal bytes: UnsafeRawBufferPointer) -> Bool {
         guard let floor = CommitEffects.floor(ofJournal: bytes) else { return false }
