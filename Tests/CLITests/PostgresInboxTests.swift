@@ -33,7 +33,7 @@ extension PostgresTests {
                 msg inbox install "$MSG_STORE" 2>&1 && \(owner) -c "GRANT USAGE ON SCHEMA \(schema) TO \(role);
                     GRANT EXECUTE ON FUNCTION \(schema).enqueue(jsonb), \(schema).enqueue_all(jsonb) TO \(role)"
                 """, env: env)
-            #expect(r.status == 0 && r.out.contains("(schema version 10)"), "\(r.out) \(r.err)")
+            #expect(r.status == 0 && r.out.contains("(schema version 11)"), "\(r.out) \(r.err)")
         }
     }
 
@@ -180,7 +180,7 @@ extension PostgresTests {
             for sql in "SELECT count(*) FROM \(q.schema).messages" "SELECT count(*) FROM \(q.schema).inbox" \\
                 "INSERT INTO \(q.schema).inbox VALUES (0, gen_random_uuid(), '{}', 0)" "DELETE FROM \(q.schema).inbox" \\
                 "UPDATE \(q.schema).messages SET status = 'sent'" "SELECT \(q.schema).enqueue_checked('{}')" \\
-                "SELECT nextval('\(q.schema).inbox_seq')" "SELECT count(*) FROM \(q.schema).ledger_runs"; do
+                "SELECT nextval('\(q.schema).inbox_seq')" "SELECT count(*) FROM \(q.schema).commits"; do
                 \(q.app) -c "$sql" 2>&1 | grep -o 'permission denied for [a-z]*'
             done
             \(q.owner) -c 'SELECT count(*) FROM \(q.schema).inbox'

@@ -26,12 +26,12 @@ extension PostgresTests {
         ("a removed entry", "H:u1:h.pop(1)", "u1: history entry 1 (sent)"),
         ("the last entry removed", "H:u3:h.pop()", "u3 has 2 history entries and the ledger 3"),
         // The last byte's lowest bit flipped (set to 0, it was already 0 one run in 256).
-        ("a leaf of the log", #"UPDATE S.ledger_runs SET leaves = set_byte(leaves, length(leaves) - 1, get_byte(leaves, length(leaves) - 1) # 1) WHERE first = 1"#,
+        ("a leaf of the log", #"UPDATE S.commits SET leaves = set_byte(leaves, length(leaves) - 1, get_byte(leaves, length(leaves) - 1) # 1) WHERE first = 1"#,
          "u1: its content"),
         ("a failed message made sent",
          #"UPDATE S.messages SET status = 'sent', record = replace(record, '"status":"failed","attempts"', '"status":"sent","attempts"') WHERE recipient = 'u3'"#,
          "u3 is sent, but its history ends failed"),
-        ("a run of the log deleted", "DELETE FROM S.ledger_runs WHERE first = 2", "leaves 2 to 2 are missing: the log was changed outside msg"),
+        ("a run of the log deleted", "DELETE FROM S.commits WHERE first = 2", "leaves 2 to 2 are missing: the log was changed outside msg"),
         ("an added message", """
             INSERT INTO S.messages (id, status, recipient, created_at, updated_at, record, history_at)
             SELECT 'forged', status, 'u7', created_at, updated_at, replace(record, id, 'forged'), history_at FROM S.messages WHERE recipient = 'u4'

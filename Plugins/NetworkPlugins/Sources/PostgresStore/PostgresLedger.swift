@@ -2,14 +2,14 @@ import MsgKit
 import MsgSupport
 import PostgresNIO
 
-/// The store's ledger (schema 8; msg-ledger(1), ``LedgerStore``, docs/DESIGN.md 10),
-/// kept so that it never serialises writers: a leaf gets its place in the log after
-/// its commit.
+/// The store's ledger (schema 8, its runs the journal's rows since 11; msg-ledger(1),
+/// ``LedgerStore``, docs/DESIGN.md 10), kept so that it never serialises writers: a
+/// leaf gets its place in the log after its commit.
 ///
-/// - Each statement that changes messages appends its leaves as one run of
-///   `ledger_runs` in that very statement (``RowColumns``): an id from a sequence
-///   (no lock), the leaves as kept (kind, number, id, hash), and `first` NULL: not
-///   yet numbered. Each message row lists its leaves in `ledger` as `RUN.ORDINAL`,
+/// - Each statement that changes messages appends its leaves as its row of the
+///   journal, `commits` (``PostgresJournal``), in that very statement
+///   (``RowColumns``): an id from a sequence (no lock), the leaves as kept (kind,
+///   number, id, hash), and `first` NULL: not yet numbered (a row of no leaves never is). Each message row lists its leaves in `ledger` as `RUN.ORDINAL`,
 ///   the ordinal its change had in the statement's input; `ords` lists the ordinals
 ///   a run holds when that is not all of them (a compare-and-set that did not apply).
 ///   As in the SQLite store, `history_n` and `content_fp` let the UPDATE's WHERE take
@@ -22,7 +22,8 @@ import PostgresNIO
 ///   the check replays that order, not the log's.
 /// - A removed message keeps its list in `ledger_removed`, with its removal appended.
 enum PostgresLedger {
-    /// Version 8. No row is rewritten: a column added with a constant default is not.
+    /// Version 8 (its runs became the journal's rows in 11, ``PostgresJournal/tables(_:)``).
+    /// No row is rewritten: a column added with a constant default is not.
     static func tables(_ s: String) -> [String] {
         [
             "ALTER TABLE \(s).messages ADD COLUMN ledger text, ADD COLUMN history_n integer NOT NULL DEFAULT -1, "
@@ -49,13 +50,13 @@ enum PostgresLedger {
         try LedgerLeaf.began(count).write(to: &bytes)
         var b = PostgresBindings(capacity: 1)
         b.append(ByteBuffer(bytes: bytes))
-        try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).ledger_runs (count, leaves) VALUES (1, $1)", binds: b), "beginning the ledger")
+        try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).commits (count, leaves) VALUES (1, $1)", binds: b), "beginning the ledger")
     }
 
     // MARK: What the writing statements add
 
     /// The CTE `rid`: the id of the statement's run, taken once.
-    static func nextRun(_ s: String) -> String { "rid AS (SELECT nextval('\(s).ledger_runs_id_seq') AS run)" }
+    static func nextRun(_ s: String) -> String { "rid AS (SELECT nextval('\(s).commits_id_seq') AS run)" }
 
     /// The list entry of the leaf with 1-based input ordinal `n` in the statement's run.
     static func ref(_ n: String) -> String { "((SELECT run FROM rid) || '.' || (\(n) - 1))" }
@@ -63,19 +64,25 @@ enum PostgresLedger {
     /// `list` with `entry` appended.
     static func appended(_ list: String, _ entry: String) -> String { "coalesce(\(list) || ' ', '') || \(entry)" }
 
-    /// The insert of the statement's run: `leaves` as they are when every one of the
-    /// `total` rows given is in `from` (the common case: no other row is read);
-    /// otherwise the leaves of `rows` (a query of the 1-based ordinal, offset and
-    /// length of each row's leaf in `leaves`), in the order of the ordinals, which
-    /// `ords` then lists. The one-time filters keep the other branch from running.
-    static func run(_ s: String, from: String, leaves: String, total: String, rows: String) -> String {
+    /// The insert of the statement's row of the journal (``PostgresJournal``), its
+    /// leaves and effects the parameters from `$p` on as ``RowJournal/bind(_:)``
+    /// binds them: as they are when every one of the `total` rows given is in `from`
+    /// (the common case: no other row is read); otherwise those of `rows` (a query of
+    /// the 1-based ordinals of the rows in `from`), in the order of the ordinals,
+    /// which `ords` then lists. The one-time filters keep the other branch from running.
+    static func commit(_ s: String, from: String, first p: Int, total: String, rows: String) -> String {
         """
-        INSERT INTO \(s).ledger_runs (id, count, ords, leaves)
-        SELECT (SELECT run FROM rid), \(total), NULL, \(leaves) WHERE \(total) > 0 AND (SELECT count(*) FROM \(from)) = \(total)
+        INSERT INTO \(s).commits (id, count, ords, leaves, xid, effects)
+        SELECT (SELECT run FROM rid), \(total), NULL, $\(p)::bytea, \(PostgresJournal.xid), $\(p + 3)::bytea
+        WHERE \(total) > 0 AND (SELECT count(*) FROM \(from)) = \(total)
         UNION ALL
         SELECT (SELECT run FROM rid), count(*), array_agg((x.n - 1)::int4 ORDER BY x.n),
-               string_agg(substring(\(leaves) from x.at + 1 for x.length), ''::bytea ORDER BY x.n)
-        FROM (\(rows)) AS x(n, at, length) WHERE (SELECT count(*) FROM \(from)) < \(total) HAVING count(*) > 0
+               string_agg(substring($\(p)::bytea from l.at + 1 for l.length), ''::bytea ORDER BY x.n), \(PostgresJournal.xid),
+               string_agg(substring($\(p + 3)::bytea from l.eat + 1 for l.elength), ''::bytea ORDER BY x.n)
+        FROM (\(rows)) AS x(n)
+        JOIN unnest($\(p + 1)::int4[], $\(p + 2)::int4[], $\(p + 4)::int4[], $\(p + 5)::int4[]) WITH ORDINALITY AS l(at, length, eat, elength, n)
+        ON l.n = x.n
+        WHERE (SELECT count(*) FROM \(from)) < \(total) HAVING count(*) > 0
         """
     }
 
@@ -96,9 +103,9 @@ enum PostgresLedger {
     static func sequence(_ db: BlockingConnection) throws(MsgError) {
         let s = db.address.schema
         try db.query(PostgresQuery(unsafeSQL: """
-            WITH base AS (SELECT coalesce((SELECT first + count FROM \(s).ledger_runs WHERE first IS NOT NULL ORDER BY first DESC LIMIT 1), 0) AS e),
-            p AS (SELECT id, sum(count) OVER (ORDER BY id) - count AS before FROM \(s).ledger_runs WHERE first IS NULL)
-            UPDATE \(s).ledger_runs AS r SET first = base.e + p.before FROM p, base WHERE r.id = p.id
+            WITH base AS (SELECT coalesce((SELECT first + count FROM \(s).commits WHERE first IS NOT NULL ORDER BY first DESC LIMIT 1), 0) AS e),
+            p AS (SELECT id, sum(count) OVER (ORDER BY id) - count AS before FROM \(s).commits WHERE first IS NULL AND count > 0)
+            UPDATE \(s).commits AS r SET first = base.e + p.before FROM p, base WHERE r.id = p.id
             """), "numbering the ledger")
     }
 
@@ -113,7 +120,7 @@ enum PostgresLedger {
                 var b = PostgresBindings(capacity: 1)
                 b.append(after)
                 let rows = try db.query(PostgresQuery(unsafeSQL: """
-                    SELECT id, first, count, ords FROM \(s).ledger_runs WHERE id > $1 AND first IS NOT NULL ORDER BY id LIMIT 10000
+                    SELECT id, first, count, ords FROM \(s).commits WHERE id > $1 AND first IS NOT NULL ORDER BY id LIMIT 10000
                     """, binds: b), "reading the ledger")
                 var n = 0
                 for row in rows {

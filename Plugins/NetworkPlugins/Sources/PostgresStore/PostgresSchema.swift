@@ -9,14 +9,14 @@ import PostgresNIO
 /// exist for the indexes and filters. `messages_status` serves the claim query
 /// (status, then FIFO order); `messages_fifo` serves listings without a status;
 /// `messages_sending` the records in flight to the destinations a claim holds;
-/// `claim_floors` where each commit changed the queue (``PostgresFloors``);
-/// `created_minutes` the records by status and creation minute (``PostgresAges``);
 /// `content` the content of a large record, apart from what its changes rewrite
-/// (``PostgresContent``); `ledger_runs` and `ledger_removed` the ledger
-/// (``PostgresLedger``); `inbox` and the functions that fill it (``PostgresInboxSchema``).
+/// (``PostgresContent``); `commits` the journal, one row a statement that changed
+/// the queue, and `kept` its counts (``PostgresJournal``); the journal's leaves and
+/// `ledger_removed` the ledger (``PostgresLedger``); `inbox` and the functions that
+/// fill it (``PostgresInboxSchema``).
 enum PostgresSchema {
     /// The version this msg writes.
-    static let current = 10
+    static let current = 11
 
     /// Each migration takes the schema from version `index` to `index + 1`.
     static func migrations(_ s: String) -> [[String]] {
@@ -42,18 +42,16 @@ enum PostgresSchema {
             // key that has any; the text is msg's own (docs/DESIGN.md 6).
             "CREATE TABLE \(s).destinations (key text NOT NULL PRIMARY KEY, state text NOT NULL)",
         ],
-        // Version 3: the counts (``PostgresTally``), filled from the records by ``migrate(_:)``.
-        PostgresTally.tables(s),
+        // Version 3: the counts, in tables version 11 replaced (``PostgresJournal/replaced``):
+        // a schema made since has none.
+        [],
         // Version 4: the records in flight by recipient, read by a claim for each
         // destination it holds (``PostgresClaimSession``): 1 ms for 1,024 destinations
         // instead of 7 to 28 for a walk of every record in flight.
         ["CREATE INDEX messages_sending ON \(s).messages (recipient) WHERE status = 'sending'"],
-        // Version 5: where each commit changed the queue, and where the last one-shot
-        // run's scan stopped (``PostgresFloors``), empty at first.
-        PostgresFloors.tables(s),
-        // Version 6: the records by status and creation minute (``PostgresAges``),
-        // filled by ``migrate(_:)``.
-        PostgresAges.tables(s),
+        // Version 5: where each commit changed the queue, and version 6: the records
+        // by status and creation minute, as version 3.
+        [], [],
         // Version 7: large contents in a column of their own (``PostgresContent``);
         // no row is rewritten.
         PostgresContent.tables(s),
@@ -65,7 +63,9 @@ enum PostgresSchema {
         PostgresInboxSchema.tables(s),
         // Version 10: enqueue() refuses a draft over msg's record limit and a header
         // named as a field, inside the application's transaction.
-        [PostgresInboxSchema.draftProblem(s, replacing: true)]]
+        [PostgresInboxSchema.draftProblem(s, replacing: true)],
+        // Version 11: the commit journal (``PostgresJournal``), begun by ``migrate(_:)``.
+        PostgresJournal.tables(s)]
     }
 
     /// Brings the schema to ``current``. Cheap when it is there already (one query);
@@ -89,9 +89,8 @@ enum PostgresSchema {
                     try db.query(PostgresQuery(unsafeSQL: statement), "migrating schema \(s) to version \(step + 1)")
                 }
             }
-            if found < 3 { try PostgresTally.rebuild(db) }
-            if found < 6 { try PostgresAges.rebuild(db, now: .now()) }
             if found < 8 { try PostgresLedger.begin(db) }
+            if found < 11 { try PostgresJournal.begin(db, from: found) }
             try db.query(PostgresQuery(unsafeSQL: "DELETE FROM \(s).msg_schema"), "recording the schema version")
             try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).msg_schema (version) VALUES (\(current))"), "recording the schema version")
         }

@@ -59,11 +59,14 @@ extension PostgresStore {
 
     func writeStates(_ states: [String: String?]) throws(MsgError) {
         if states.isEmpty { return }
+        // Its row of the journal, as the recorder says (``PostgresJournal``).
         var recorder = ChangeRecorder()
         recorder.wroteStates()
-        if recorder.take().floor == .all {
-            try db.query(PostgresQuery(unsafeSQL: PostgresFloors.appendState(db.address.schema)), "noting where the queue changed")
-        }
+        var framed: [UInt8] = []
+        PostgresJournal.frame(recorder.take(), into: &framed)
+        var j = PostgresBindings(capacity: 1)
+        j.append(ByteBuffer(bytes: framed))
+        try db.query(PostgresQuery(unsafeSQL: PostgresJournal.appendAlone(db.address.schema), binds: j), "noting where the queue changed")
         let set = states.compactMap { k, v in v.map { (k, $0) } }
         let removed = states.filter { $0.value == nil }.map(\.key)
         if !set.isEmpty {

@@ -31,7 +31,7 @@ extension PostgresStore: LedgerStore {
 
     public func ledgerSize() throws(MsgError) -> Int {
         let rows = try db.query(PostgresQuery(unsafeSQL: """
-            SELECT coalesce((SELECT first + count FROM \(db.address.schema).ledger_runs WHERE first IS NOT NULL ORDER BY first DESC LIMIT 1), 0)
+            SELECT coalesce((SELECT first + count FROM \(db.address.schema).commits WHERE first IS NOT NULL ORDER BY first DESC LIMIT 1), 0)
             """), "reading the ledger")
         var size = 0
         for row in rows {
@@ -50,9 +50,9 @@ extension PostgresStore: LedgerStore {
             // The run holding `from`, then those after it, 16 at a time: a run holds up
             // to a whole batch's leaves, some megabytes.
             let rows = try db.query(PostgresQuery(unsafeSQL: holding ? """
-                SELECT first, leaves FROM \(s).ledger_runs
-                WHERE first >= coalesce((SELECT max(first) FROM \(s).ledger_runs WHERE first <= $1), 0) ORDER BY first LIMIT 16
-                """ : "SELECT first, leaves FROM \(s).ledger_runs WHERE first >= $1 ORDER BY first LIMIT 16", binds: b), "reading the ledger")
+                SELECT first, leaves FROM \(s).commits
+                WHERE first >= coalesce((SELECT max(first) FROM \(s).commits WHERE first <= $1), 0) ORDER BY first LIMIT 16
+                """ : "SELECT first, leaves FROM \(s).commits WHERE first >= $1 ORDER BY first LIMIT 16", binds: b), "reading the ledger")
             holding = false
             var n = 0
             for row in rows {
@@ -71,7 +71,7 @@ extension PostgresStore: LedgerStore {
         var b = PostgresBindings(capacity: 1)
         b.append(Int64(index))
         let rows = try db.query(PostgresQuery(unsafeSQL: """
-            SELECT first, count, leaves FROM \(db.address.schema).ledger_runs WHERE first <= $1 ORDER BY first DESC LIMIT 1
+            SELECT first, count, leaves FROM \(db.address.schema).commits WHERE first <= $1 ORDER BY first DESC LIMIT 1
             """, binds: b), "reading the ledger")
         for row in rows {
             do {

@@ -21,10 +21,10 @@ public final class PostgresStore: Store, DueIndex {
     var inSnapshot = false
     /// The numbered runs, read once in that snapshot.
     var runs: PostgresLedger.Runs?
-    /// Log text this handle appended since its last fold (``appended(_:)``).
-    var loggedBytes = 0
-    /// The log row up to which to fold after that commit.
-    var foldAfterCommit: Int64?
+    /// Journal bytes this handle appended since its last fold (``appended(_:bytes:)``).
+    var appendedBytes = 0
+    /// Whether to fold after the transaction's commit.
+    var foldAfterCommit = false
     /// Rows read per round trip when listing and claiming.
     static let page = 1000
 
@@ -51,15 +51,8 @@ public final class PostgresStore: Store, DueIndex {
         try writable()
         let columns = try RowColumns(records, preps: LedgerPrep.batch(records, stored: true))
         let rows = try db.query(columns.insert(into: table, schema: db.address.schema), "storing \(records.count) messages")
-        var inserted = Set<String>()
-        var log: (Int64, Int32)?
-        for row in rows {
-            let (id, appended) = try Self.idAndLog(row, "storing messages")
-            inserted.insert(id)
-            log = appended
-        }
-        try appended(log)
-        PostgresFloors.pruneNowAndThen(db)
+        let inserted = Set(try applied(records.map(\.message.id), rows, columns.journal.effects.count, "storing messages")
+            .enumerated().compactMap { $0.element ? records[$0.offset].message.id : nil })
         // The first record with an id is the one stored; later ones, and ids stored
         // before, are answered with what the store holds.
         var seen: [String: Message] = [:]
@@ -157,9 +150,9 @@ public final class PostgresStore: Store, DueIndex {
         let ids = changes.map(\.message.id)
         let records = changes.map(\.record)
         let preps = LedgerPrep.batch(records, stored: false)
-        let rows = try db.query(try RowColumns(records, expected: changes.map(\.expected), preps: preps).update(table, schema: s),
-                                "updating \(changes.count) messages")
-        var done = try applied(ids, rows, "updating messages")
+        let common = try RowColumns(records, expected: changes.map(\.expected), preps: preps)
+        let rows = try db.query(common.update(table, schema: s), "updating \(changes.count) messages")
+        var done = try applied(ids, rows, common.journal.effects.count, "updating messages")
         let rest = done.indices.filter { !done[$0] }
         if rest.isEmpty { return done }
         // What each row is, under its lock: those not found in their expected
@@ -189,9 +182,8 @@ public final class PostgresStore: Store, DueIndex {
         }
         let columns = try RowColumns(applying.map { records[$0] }, expected: applying.map { changes[$0].expected },
                                      preps: applying.map { preps[$0] }, facts: facts)
-        let again = try db.query(columns.update(table, schema: s, run: (columns.effects.run, columns.effects.leaves)),
-                                 "updating \(applying.count) messages")
-        let replaced = try applied(applying.map { ids[$0] }, again, "updating messages")
+        let again = try db.query(columns.update(table, schema: s, locked: true), "updating \(applying.count) messages")
+        let replaced = try applied(applying.map { ids[$0] }, again, columns.journal.effects.count, "updating messages")
         // Locked and found in their status, each is replaced: the run names them all.
         guard !replaced.contains(false) else {
             throw MsgError(.storeIO, "updating messages: a message read under lock was not replaced; nothing of this batch was stored")
@@ -226,32 +218,30 @@ public final class PostgresStore: Store, DueIndex {
                 }
             }
             if facts.isEmpty { return removals.map { _ in false } }
-            var effects = RowEffects()
+            var journal = RowJournal()
             for f in facts {
                 var recorder = ChangeRecorder()
                 _ = try recorder.removed(f)
-                effects.add(recorder.take(), createdAt: f.createdAt)
+                journal.add(recorder.take(), createdAt: f.createdAt)
             }
-            var d = PostgresBindings(capacity: 12)
+            var d = PostgresBindings(capacity: 8)
             d.append(facts.map(\.id)); d.append(facts.map(\.status))
-            d.append(ByteBuffer(bytes: effects.leaves)); d.append(effects.leafAt); d.append(effects.leafLength)
-            effects.bind(&d)
+            journal.bind(&d)
             // Each removed message's list kept, with its removal appended (``PostgresLedger``).
             let rows = try db.query(PostgresQuery(unsafeSQL: """
                 WITH \(PostgresLedger.nextRun(s)),
                 del AS (
-                DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[], $4::int4[], $5::int4[]) WITH ORDINALITY AS r(id, status, leaf_at, leaf_length, n)
+                DELETE FROM \(table) AS m USING unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(id, status, n)
                 WHERE m.id = r.id AND m.status = r.status
-                RETURNING m.id, m.ledger, r.leaf_at, r.leaf_length, r.n),
+                RETURNING m.id, m.ledger, r.n),
                 kept AS (INSERT INTO \(s).ledger_removed (id, ledger)
                          SELECT del.id, \(PostgresLedger.appended("del.ledger", PostgresLedger.ref("del.n"))) FROM del ORDER BY del.n),
-                leaves AS (\(PostgresLedger.run(s, from: "del", leaves: "$3::bytea", total: "cardinality($1::text[])",
-                                                rows: "SELECT n, leaf_at, leaf_length FROM del"))),
-                \(RowEffects.sql(s, applied: "SELECT n FROM del", deltas: 6, floors: 7, created: 8))
-                SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM del
+                c AS (\(PostgresLedger.commit(s, from: "del", first: 3, total: "cardinality($1::text[])", rows: "SELECT n FROM del")))
+                SELECT id, (SELECT run FROM rid) FROM del
                 """, binds: d), "removing \(facts.count) messages")
             // Read under lock, each found is removed; the ones not found were not.
-            var gone = Set(try applied(facts.map(\.id), rows, "removing messages").enumerated().compactMap { $0.element ? facts[$0.offset].id : nil })
+            var gone = Set(try applied(facts.map(\.id), rows, journal.effects.count, "removing messages")
+                .enumerated().compactMap { $0.element ? facts[$0.offset].id : nil })
             // An id asked twice is removed once.
             return removals.map { gone.remove($0.id) != nil }
         }
@@ -259,7 +249,7 @@ public final class PostgresStore: Store, DueIndex {
 
     /// Runs `body` in one transaction, or in the one open already (an update inside
     /// a claim); a fold of the counts that fell due in it runs after its commit, in a
-    /// transaction of its own (``PostgresTally/fold(_:upTo:)``).
+    /// transaction of its own (``PostgresJournal/fold(_:)``).
     func committing<R>(_ what: String, _ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         if inTransaction { return try body() }
         inTransaction = true
@@ -268,15 +258,14 @@ public final class PostgresStore: Store, DueIndex {
             result = try db.transaction(what, body)
         } catch {
             inTransaction = false
-            foldAfterCommit = nil
+            foldAfterCommit = false
             throw error
         }
         inTransaction = false
-        if let seq = foldAfterCommit {
-            foldAfterCommit = nil
-            try PostgresTally.fold(db, upTo: seq)
+        if foldAfterCommit {
+            foldAfterCommit = false
+            try PostgresJournal.fold(db)
         }
-        PostgresFloors.pruneNowAndThen(db)
         return result
     }
 
@@ -287,31 +276,23 @@ public final class PostgresStore: Store, DueIndex {
 
     // MARK: Rows
 
-    /// Per id in `ids`, whether `rows` (each an id, with the seq and size of the log
-    /// row the statement appended) names it; an id named once counts once. Folds the
-    /// counts when one falls due (``appended(_:)``).
-    func applied(_ ids: [String], _ rows: PostgresQueryResult, _ what: String) throws(MsgError) -> [Bool] {
+    /// Per id in `ids`, whether `rows` (each an id, with the id of the journal's row
+    /// the statement appended) names it; an id named once counts once. Folds the
+    /// counts when one falls due (``appended(_:bytes:)``; `bytes`: of the effects bound).
+    func applied(_ ids: [String], _ rows: PostgresQueryResult, _ bytes: Int, _ what: String) throws(MsgError) -> [Bool] {
         var done = Set<String>()
-        var log: (Int64, Int32)?
+        var commit: Int64?
         for row in rows {
-            let (id, appended) = try Self.idAndLog(row, what)
-            done.insert(id)
-            log = appended
+            do {
+                let (id, run) = try row.decode((String, Int64?).self)
+                done.insert(id)
+                commit = run
+            } catch {
+                throw Self.corrupt(what, error)
+            }
         }
-        try appended(log)
+        try appended(commit, bytes: bytes)
         return ids.map { done.remove($0) != nil }
-    }
-
-    /// An id, and the seq and size of the log row appended, as the counting
-    /// statements return them (no log row when nothing moved a figure).
-    static func idAndLog(_ row: PostgresRow, _ what: String) throws(MsgError) -> (String, (Int64, Int32)?) {
-        do {
-            let (id, seq, bytes) = try row.decode((String, Int64?, Int32?).self)
-            guard let seq, let bytes else { return (id, nil) }
-            return (id, (seq, bytes))
-        } catch {
-            throw corrupt(what, error)
-        }
     }
 
     static func corrupt(_ what: String, _ error: any Error) -> MsgError {

@@ -25,8 +25,8 @@ struct RowColumns {
     /// change to be the one the recorder made its effects for (-2 entries: none).
     var oldTo: [String] = []
     var had: [Int32] = []
-    /// What each row's change means beside it, and its leaves (``RowEffects``).
-    var effects = RowEffects()
+    /// What each row's change means beside it, and its leaves (``RowJournal``).
+    var journal = RowJournal()
     /// Per row, what its ledger holds after the change: its history entries and its
     /// content's fingerprint (its low 32 bits: the column is an integer).
     var historyN: [Int32] = []
@@ -48,7 +48,7 @@ struct RowColumns {
             } else {
                 row = try recorder.inserted(r, m, prep: prep)
             }
-            effects.add(recorder.take(), createdAt: m.createdAt)
+            journal.add(recorder.take(), createdAt: m.createdAt)
             historyN.append(Int32(clamping: row.entries))
             prints.append(Int32(truncatingIfNeeded: row.contentPrint))
             ids.append(m.id)
@@ -65,16 +65,15 @@ struct RowColumns {
         }
     }
 
-    /// Inserts the rows whose id is new, with what each means beside its row
-    /// (``RowEffects/sql(_:applied:deltas:floors:created:)``: counts, counts by creation
-    /// minute, the floor) and its leaf; returns the ids inserted, each with the seq
-    /// of the log row appended (``PostgresTally``).
+    /// Inserts the rows whose id is new, with their row of the journal (what each
+    /// means beside its row, and its leaf: ``PostgresLedger/commit(_:from:first:total:rows:)``);
+    /// returns the ids inserted, each with the id of that row.
     func insert(into table: String, schema s: String) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 20)
+        var b = PostgresBindings(capacity: 18)
         b.append(ids); b.append(statuses); b.append(recipients); b.append(createdAt); b.append(updatedAt)
         b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(contents)
-        b.append(ByteBuffer(bytes: effects.leaves)); b.append(historyN); b.append(prints); b.append(effects.leafAt); b.append(effects.leafLength)
-        effects.bind(&b)
+        b.append(historyN); b.append(prints)
+        journal.bind(&b)
         return PostgresQuery(unsafeSQL: """
             WITH \(PostgresLedger.nextRun(s)),
             ins AS (
@@ -83,42 +82,38 @@ struct RowColumns {
             SELECT u.id, u.status, u.recipient, u.created_at, u.updated_at, NULLIF(u.due_at, -1), NULLIF(u.lease_until, -1),
                    u.record, u.history_at, NULLIF(u.content, ''), \(PostgresLedger.ref("u.n")), u.history_n, u.fp
             FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[],
-                        $12::int4[], $13::int4[])
+                        $11::int4[], $12::int4[])
                  WITH ORDINALITY AS u(id, status, recipient, created_at, updated_at, due_at, lease_until, record, history_at, content,
                                       history_n, fp, n)
             ORDER BY u.n
             ON CONFLICT (id) DO NOTHING
             RETURNING id, ledger),
-            leaves AS (\(PostgresLedger.run(s, from: "ins", leaves: "$11::bytea", total: "cardinality($1::text[])", rows: """
-                SELECT l.n, l.at, l.length FROM ins JOIN unnest($14::int4[], $15::int4[]) WITH ORDINALITY AS l(at, length, n)
-                ON l.n = split_part(ins.ledger, '.', 2)::int8 + 1
-                """))),
-            \(RowEffects.sql(s, applied: "SELECT split_part(ledger, '.', 2)::int8 + 1 AS n FROM ins", deltas: 16, floors: 17, created: 18))
-            SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM ins
+            c AS (\(PostgresLedger.commit(s, from: "ins", first: 13, total: "cardinality($1::text[])",
+                                          rows: "SELECT split_part(ledger, '.', 2)::int8 + 1 FROM ins")))
+            SELECT id, (SELECT run FROM rid) FROM ins
             """, binds: b)
     }
 
     /// Replaces each row whose status is still its expected one (compare-and-set),
-    /// with what each means beside its row (``RowEffects/sql(_:applied:deltas:floors:created:)``)
-    /// and its leaves; returns the ids replaced, each with the seq of the log row
-    /// appended (``PostgresTally``). `created_at` never changes and is left alone. The
-    /// ids must be distinct.
+    /// with its row of the journal; returns the ids replaced, each with the id of
+    /// that row. `created_at` never changes and is left alone. The ids must be distinct.
     ///
-    /// The common form (`run` nil) replaces only rows found as the recorder's common
-    /// change says (``ChangeRecorder/commonChange(_:_:expected:prep:)``: the stored
-    /// recipient the new one, the ledger one history entry fewer of the same
+    /// The common form (`locked` false) replaces only rows found as the recorder's
+    /// common change says (``ChangeRecorder/commonChange(_:_:expected:prep:)``: the
+    /// stored recipient the new one, the ledger one history entry fewer of the same
     /// content), whose effects and one leaf were made beforehand, without reading the
     /// row first. The other form is for rows read under lock first (an edit, a history
     /// that went back, a message stored before the ledger), their effects made from
-    /// what was read: their leaves (`refs`) are the run given, `run.count` leaves.
-    func update(_ table: String, schema s: String, run: (count: Int, bytes: [UInt8])? = nil) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 24)
+    /// what was read: every one applies, and the journal's row is written first, with
+    /// all their leaves, so their lists can name it.
+    func update(_ table: String, schema s: String, locked: Bool = false) -> PostgresQuery {
+        var b = PostgresBindings(capacity: 20)
         b.append(ids); b.append(expected); b.append(statuses); b.append(recipients); b.append(updatedAt)
         b.append(dueAt); b.append(leaseUntil); b.append(records); b.append(historyAt); b.append(oldTo); b.append(contents)
         b.append(historyN); b.append(prints)
-        effects.bind(&b)
-        guard let run else {
-            b.append(ByteBuffer(bytes: effects.leaves)); b.append(had); b.append(effects.leafAt); b.append(effects.leafLength)
+        guard locked else {
+            b.append(had)
+            journal.bind(&b)
             return PostgresQuery(unsafeSQL: """
                 WITH \(PostgresLedger.nextRun(s)),
                 upd AS (
@@ -127,20 +122,20 @@ struct RowColumns {
                     history_at = u.history_at, content = \(PostgresContent.updated),
                     ledger = \(PostgresLedger.appended("m.ledger", PostgresLedger.ref("u.n"))), history_n = u.history_n, content_fp = u.fp
                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[],
-                            $11::text[], $12::int4[], $13::int4[], $21::int4[], $22::int4[], $23::int4[])
+                            $11::text[], $12::int4[], $13::int4[], $14::int4[])
                      WITH ORDINALITY AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, old_to,
-                                          content, history_n, fp, had, leaf_at, leaf_length, n)
+                                          content, history_n, fp, had, n)
                 WHERE m.id = u.id AND m.status = u.expected AND m.recipient = u.old_to AND m.history_n = u.had AND m.content_fp = u.fp
-                RETURNING m.id, u.leaf_at, u.leaf_length, u.n),
-                leaves AS (\(PostgresLedger.run(s, from: "upd", leaves: "$20::bytea", total: "cardinality($1::text[])",
-                                                rows: "SELECT n, leaf_at, leaf_length FROM upd"))),
-                \(RowEffects.sql(s, applied: "SELECT n FROM upd", deltas: 14, floors: 15, created: 16))
-                SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
+                RETURNING m.id, u.n),
+                c AS (\(PostgresLedger.commit(s, from: "upd", first: 15, total: "cardinality($1::text[])", rows: "SELECT n FROM upd")))
+                SELECT id, (SELECT run FROM rid) FROM upd
                 """, binds: b)
         }
-        b.append(effects.refs); b.append(Int32(clamping: run.count)); b.append(ByteBuffer(bytes: run.bytes))
+        b.append(journal.refs); b.append(Int32(clamping: journal.run)); b.append(ByteBuffer(bytes: journal.leaves))
+        b.append(ByteBuffer(bytes: journal.effects))
         return PostgresQuery(unsafeSQL: """
-            WITH rid AS (INSERT INTO \(s).ledger_runs (count, leaves) SELECT $21::int4, $22::bytea WHERE $21::int4 > 0 RETURNING id AS run),
+            WITH rid AS (INSERT INTO \(s).commits (count, leaves, xid, effects)
+                         VALUES ($15::int4, $16::bytea, \(PostgresJournal.xid), $17::bytea) RETURNING id AS run),
             upd AS (
             UPDATE \(table) AS m SET status = u.status, recipient = u.recipient, updated_at = u.updated_at,
                 due_at = NULLIF(u.due_at, -1), lease_until = NULLIF(u.lease_until, -1), record = u.record,
@@ -149,33 +144,28 @@ struct RowColumns {
                               ELSE \(PostgresLedger.appended("m.ledger", "replace(u.refs, '@', (SELECT run FROM rid)::text)")) END,
                 history_n = u.history_n, content_fp = u.fp
             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[], $8::text[], $9::int4[], $10::text[],
-                        $11::text[], $12::int4[], $13::int4[], $20::text[])
+                        $11::text[], $12::int4[], $13::int4[], $14::text[])
                  WITH ORDINALITY AS u(id, expected, status, recipient, updated_at, due_at, lease_until, record, history_at, old_to, content,
                                       history_n, fp, refs, n)
             WHERE m.id = u.id AND m.status = u.expected AND m.recipient = u.old_to
-            RETURNING m.id, u.n),
-            \(RowEffects.sql(s, applied: "SELECT n FROM upd", deltas: 14, floors: 15, created: 16))
-            SELECT id, (SELECT seq FROM log), (SELECT bytes FROM log) FROM upd
+            RETURNING m.id)
+            SELECT id, (SELECT run FROM rid) FROM upd
             """, binds: b)
     }
 }
 
 /// What each row of a statement means beside the row, as ``ChangeRecorder`` decided
-/// it for that row alone, as column arrays: the statement adds up those of the rows
-/// it changed (a compare-and-set that did not apply adds nothing). Per row, the
-/// ``Tally``'s deltas (``Tally/logText``), the floor (its lowest creation time
-/// written, ms) and its leaves; the counts by creation minute as rows of their own
-/// (`createdRow` the row's 1-based ordinal).
-struct RowEffects {
-    var deltas: [String] = []
-    var floors: [Int64] = []
-    var createdRow: [Int32] = []
-    var createdStatus: [String] = []
-    var createdMinute: [Int64] = []
-    var createdN: [Int64] = []
-    /// The leaves, all one after another in one value (the statement's run as it is
-    /// when every row applies), each row's at `leafAt`, `leafLength` long, and their
-    /// list entries `@.ORDINAL` (`@` standing for the run).
+/// it for that row alone, as column arrays: the statement keeps those of the rows it
+/// changed (a compare-and-set that did not apply keeps nothing) as its commit's row
+/// (``PostgresJournal``). Per row, its effects' journal bytes, framed
+/// (``PostgresJournal/frame(_:into:)``), and its leaves, each all one after another
+/// in one value (the statement's as they are when every row applies), each row's at
+/// an offset and a length; and its leaves' list entries `@.ORDINAL` (`@` standing
+/// for the run).
+struct RowJournal {
+    var effects: [UInt8] = []
+    var effectAt: [Int32] = []
+    var effectLength: [Int32] = []
     var leaves: [UInt8] = []
     var leafAt: [Int32] = []
     var leafLength: [Int32] = []
@@ -186,15 +176,11 @@ struct RowEffects {
     /// Adds the next row's effects (a row whose change writes no record is floored
     /// at its own creation time).
     mutating func add(_ e: CommitEffects, createdAt: Timestamp) {
-        let row = deltas.count + 1
-        deltas.append(e.tally.logText)
-        if case .lowest(let t) = e.floor { floors.append(t.milliseconds) } else { floors.append(createdAt.milliseconds) }
-        for (key, n) in e.created where n != 0 {
-            createdRow.append(Int32(clamping: row))
-            createdStatus.append(key.status)
-            createdMinute.append(key.minute)
-            createdN.append(Int64(n))
-        }
+        var e = e
+        if case .lowest = e.floor {} else { e.floor = .lowest(createdAt) }
+        effectAt.append(Int32(clamping: effects.count))
+        PostgresJournal.frame(e, into: &effects)
+        effectLength.append(Int32(clamping: effects.count) - effectAt[effectAt.count - 1])
         leafAt.append(Int32(clamping: leaves.count))
         leafLength.append(Int32(clamping: e.leaves.count))
         leaves.append(contentsOf: e.leaves)
@@ -202,27 +188,10 @@ struct RowEffects {
         run += e.leafCount
     }
 
-    /// SQL: the CTE `eff`, each changed row's effects (its tally deltas and floor) by
-    /// its 1-based ordinal `n`, for the rows of `applied` (a query of the ordinals
-    /// the statement changed), and the CTEs that add them up: the tally's log row,
-    /// the counts by creation minute, the floor. `$D`, `$F` the deltas and floors;
-    /// `$CR`, `$CS`, `$CM`, `$CN` the counts by minute.
-    static func sql(_ s: String, applied: String, deltas: Int, floors: Int, created: Int) -> String {
-        """
-        applied AS (\(applied)),
-        eff AS (SELECT e.deltas, e.floor FROM unnest($\(deltas)::text[], $\(floors)::int8[]) WITH ORDINALITY AS e(deltas, floor, n)
-                JOIN applied ON applied.n = e.n),
-        floor AS (\(PostgresFloors.append(s, "floor", from: "eff"))),
-        ages AS (INSERT INTO \(s).created_log (status, minute, n)
-                 SELECT c.status, c.minute, sum(c.d) FROM unnest($\(created)::int4[], $\(created + 1)::text[], $\(created + 2)::int8[], $\(created + 3)::int8[])
-                 AS c(n, status, minute, d) JOIN applied ON applied.n = c.n GROUP BY 1, 2 HAVING sum(c.d) <> 0),
-        log AS (\(PostgresTally.append(s, "eff.deltas", from: "eff")))
-        """
-    }
-
-    /// Binds the effects' arrays, in the order ``sql(_:applied:deltas:floors:created:)`` takes them.
+    /// Binds the leaves and the effects, each with their offsets and lengths, in
+    /// the order ``PostgresLedger/commit(_:from:first:total:rows:)`` takes them.
     func bind(_ b: inout PostgresBindings) {
-        b.append(deltas); b.append(floors)
-        b.append(createdRow); b.append(createdStatus); b.append(createdMinute); b.append(createdN)
+        b.append(ByteBuffer(bytes: leaves)); b.append(leafAt); b.append(leafLength)
+        b.append(ByteBuffer(bytes: effects)); b.append(effectAt); b.append(effectLength)
     }
 }

@@ -115,14 +115,12 @@ final class Workers: @unchecked Sendable {
         _ = try store.add(records)
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
-        for sql in ["DROP TABLE \(schema).tallies", "DROP TABLE \(schema).tally_log", "DROP INDEX \(schema).messages_sending",
-                    "DROP TABLE \(schema).claim_floors", "DROP TABLE \(schema).claim_floors_pruned", "DROP TABLE \(schema).claim_hints",
-                    "DROP TABLE \(schema).created_minutes", "DROP TABLE \(schema).created_log",
+        for sql in ["DROP TABLE \(schema).kept", "DROP INDEX \(schema).messages_sending",
                     // As schema 2 kept it: every text whole in its row.
                     "UPDATE \(schema).messages SET record = content || record WHERE content IS NOT NULL",
                     "ALTER TABLE \(schema).messages DROP COLUMN content",
                     "ALTER TABLE \(schema).messages DROP COLUMN ledger, DROP COLUMN history_n, DROP COLUMN content_fp",
-                    "DROP TABLE \(schema).ledger_runs", "DROP TABLE \(schema).ledger_removed",
+                    "DROP TABLE \(schema).commits", "DROP TABLE \(schema).ledger_removed",
                     "DROP FUNCTION \(schema).enqueue_all(jsonb), \(schema).enqueue(jsonb), \(schema).enqueue_checked(jsonb), \(schema).draft_problem(jsonb)",
                     "DROP TABLE \(schema).inbox", "DROP SEQUENCE \(schema).inbox_seq",
                     "UPDATE \(schema).msg_schema SET version = 2"] {
@@ -142,8 +140,10 @@ final class Workers: @unchecked Sendable {
         #expect(counts.tally[.init(.messages, "r1@x", "failed")] == 2)
         let index = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).messages_sending') IS NOT NULL"), "test")
         #expect(try index.first?.decode(Bool.self) == true, "schema 4's index of the records in flight")
-        let floors = try db.query(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(schema).claim_floors') IS NOT NULL"), "test")
-        #expect(try floors.first?.decode(Bool.self) == true, "schema 5's floors")
+        let journal = try db.query(PostgresQuery(unsafeSQL: """
+            SELECT to_regclass('\(schema).claim_floors') IS NULL AND to_regclass('\(schema).tallies') IS NULL AND to_regclass('\(schema).kept') IS NOT NULL
+            """), "test")
+        #expect(try journal.first?.decode(Bool.self) == true, "schema 11's journal, the tables it replaced gone")
         // Schema 9's inbox: enqueue() there, and what it enqueues read back.
         let enqueued = try db.query(PostgresQuery(unsafeSQL: "SELECT \(schema).enqueue('{\"to\":\"a\",\"body\":\"b\"}')::text"), "test")
         let id = try #require(enqueued.first).decode(String.self)
@@ -188,9 +188,92 @@ final class Workers: @unchecked Sendable {
         #expect(lists.count == 30 && lists[large.id] == [1] && lists.values.filter { $0 == nil }.count == 29)
     }
 
-    /// Past 512 log rows the writer that appends the last folds the log into
-    /// `tallies`, after its transaction's commit; the counts read the same before and
-    /// after, and the log is short again.
+    /// A schema of version 10 (its counts, floors and hints in tables of their own)
+    /// is migrated in place: the counts carried over with what their log had not
+    /// folded, the counters of purged messages included (a recount could not give
+    /// them back); the hint kept; the ledger's runs as they were; a mark from
+    /// before told anything may have changed; and the tables gone.
+    @Test func aVersion10SchemaKeepsItsCountsHintsAndLedger() throws {
+        let url = try TestServer.freshURL()
+        let store = try TestServer.open(url)
+        var records = (0..<20).map { Fixtures.message($0, to: "r\($0 % 3)@x", createdOffset: Int64($0)) }
+        _ = try store.add(records)
+        for (to, from) in [(Status.sending, Status.queued), (.sent, .sending)] {
+            for i in 0..<6 { try records[i].transition(to: to, event: to.rawValue, at: Fixtures.t0) }
+            #expect(try store.update(records[0..<6].map { Change($0, expected: from) }) == Array(repeating: true, count: 6))
+        }
+        #expect(try store.remove(records[0..<4].map { Removal(id: $0.id, statuses: [.sent]) }) == Array(repeating: true, count: 4))
+        let counted = try #require(try store.counts(now: Fixtures.t0, excluding: [])).tally
+        #expect(counted[.init(.attempts, "sent", "")] == 6, "counters of the 4 purged kept")
+        let mark = try store.changeFloor(since: nil).mark
+        func leaves(_ s: PostgresStore) throws(MsgError) -> [UInt8] {
+            try s.ledgerRead { () throws(MsgError) -> [UInt8] in
+                var all: [UInt8] = []
+                try s.ledgerRuns(from: 0) { (_, bytes) throws(MsgError) -> Bool in
+                    all.append(contentsOf: bytes)
+                    return true
+                }
+                return all
+            }
+        }
+        let ledger = try leaves(store)
+        // Back to version 10: the figures in `tallies`, but one still in the log.
+        let schema = String(url.split(separator: "=").last!)
+        let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
+        var kinds: [String] = [], a: [String] = [], b: [String] = [], n: [Int64] = []
+        let logged = Tally.records(to: "r1@x", status: "queued")
+        var log = Tally()
+        log.add(1, to: logged)
+        counted.forEach { (key, v) in
+            kinds.append(key.kind.rawValue); a.append(key.a); b.append(key.b); n.append(Int64(key == logged ? v - 1 : v))
+        }
+        var figures = PostgresBindings()
+        figures.append(kinds); figures.append(a); figures.append(b); figures.append(n)
+        let s = schema
+        for sql in ["CREATE TABLE \(s).tallies (kind text NOT NULL, a text NOT NULL, b text NOT NULL, n bigint NOT NULL, PRIMARY KEY (kind, a, b))",
+                    "CREATE TABLE \(s).tally_log (seq bigserial PRIMARY KEY, deltas text NOT NULL)",
+                    "INSERT INTO \(s).tally_log (deltas) VALUES ('\(log.logText)')",
+                    "INSERT INTO \(s).tallies VALUES ('ok', '', '', 1)",
+                    "CREATE TABLE \(s).claim_floors (xid bigint NOT NULL, created_at bigint)",
+                    "CREATE TABLE \(s).claim_floors_pruned (below bigint NOT NULL)",
+                    "CREATE TABLE \(s).claim_hints (kind text NOT NULL PRIMARY KEY, hint text NOT NULL)",
+                    "INSERT INTO \(s).claim_hints VALUES ('v1 a kind', 'where it stopped')",
+                    "CREATE TABLE \(s).created_minutes (status text NOT NULL, minute bigint NOT NULL, n bigint NOT NULL, PRIMARY KEY (status, minute))",
+                    "CREATE TABLE \(s).created_log (status text NOT NULL, minute bigint NOT NULL, n bigint NOT NULL)",
+                    "DROP TABLE \(s).kept", "DELETE FROM \(s).commits WHERE count = 0",
+                    "DROP INDEX \(s).commits_pending", "DROP INDEX \(s).commits_xid",
+                    "ALTER TABLE \(s).commits DROP COLUMN xid, DROP COLUMN effects",
+                    "ALTER TABLE \(s).commits RENAME TO ledger_runs", "ALTER SEQUENCE \(s).commits_id_seq RENAME TO ledger_runs_id_seq",
+                    "ALTER INDEX \(s).commits_first RENAME TO ledger_runs_first",
+                    "CREATE INDEX ledger_runs_pending ON \(s).ledger_runs (id) WHERE first IS NULL",
+                    "UPDATE \(s).msg_schema SET version = 10"] {
+            try db.query(PostgresQuery(unsafeSQL: sql), "test")
+        }
+        try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(s).tallies SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[])",
+                                   binds: figures), "test")
+        #expect(throws: MsgError.self) { try TestServer.open(url, access: .read) }
+        let migrated = try TestServer.open(url)
+        #expect(try migrated.counts(now: Fixtures.t0, excluding: [])?.tally == counted)
+        #expect(try migrated.scanHint("v1 a kind") == "where it stopped")
+        #expect(try migrated.changeFloor(since: mark).floor == .all, "a mark from before")
+        #expect(try leaves(migrated) == ledger, "the ledger's runs as they were")
+        let gone = try db.query(PostgresQuery(unsafeSQL: """
+            SELECT count(*)::int4 FROM unnest(ARRAY[\(PostgresJournal.replaced.map { "'\(s).\($0)'" }.joined(separator: ", "))]) AS t(name)
+            WHERE to_regclass(t.name) IS NOT NULL
+            """), "test")
+        #expect(try #require(gone.first).decode(Int32.self) == 0, "the tables replaced are gone")
+        // It takes a write: counted, and one leaf more.
+        _ = try migrated.add([Fixtures.message(99, to: "r1@x")])
+        var more = counted
+        more.add(1, to: logged)
+        #expect(try migrated.counts(now: Fixtures.t0, excluding: [])?.tally == more)
+        #expect(try leaves(migrated).count > ledger.count)
+    }
+
+    /// Past 512 journal rows the writer that appends the last folds them into the
+    /// fold, after its transaction's commit; the counts read the same before and
+    /// after, and the rows the fold has not seen are those committed after it, even
+    /// with transactions of other tests open on the server.
     @Test func theLogIsFoldedAndTheCountsStay() throws {
         let url = try TestServer.freshURL()
         let store = try TestServer.open(url)
@@ -203,9 +286,16 @@ final class Workers: @unchecked Sendable {
         }
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
-        let rows = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).tally_log"), "test")
+        let kept = try db.query(PostgresQuery(unsafeSQL: "SELECT value FROM \(schema).kept WHERE name = 'fold'"), "test")
+        let value = try #require(kept.first).decode(ByteBuffer.self)
+        let fold = try #require(value.withUnsafeReadableBytes { CommitFold(snapshot: $0) })
+        let rows = try db.query(PostgresQuery(unsafeSQL: """
+            SELECT count(*)::int4 FROM (SELECT convert_from(value, 'UTF8')::pg_snapshot AS seen FROM \(schema).kept WHERE name = 'folded') AS f
+            JOIN \(schema).commits AS c ON NOT pg_visible_in_snapshot(c.xid::text::xid8, f.seen)
+            """), "test")
         let left: Int32 = try #require(rows.first).decode(Int32.self)
-        #expect(left == 89, "log rows left after the fold of the first 512 (601 appended)")
+        #expect(left == 91, "rows left after the fold at the 512th (603 appended, the schema's 2 first)")
+        #expect(fold.tally[Tally.records(to: "fold@x", status: "queued")] + fold.tally[Tally.records(to: "fold@x", status: "held")] == 1)
         let counts = try #require(try store.counts(now: Fixtures.t0, excluding: []))
         var expected = Tally()
         expected.added(m)
@@ -215,38 +305,28 @@ final class Workers: @unchecked Sendable {
         let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
         let byAge = try #require(try store.capabilities.counting?.created(after: [edge]))
         #expect(byAge.filter { $0.value != [0, 0] } == ["queued": [m.createdAt > edge ? 1 : 0, 1]], "\(byAge)")
-        let minutes = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).created_minutes"), "test")
-        #expect(try #require(minutes.first).decode(Int32.self) <= 1, "folded into one minute at most, the empty ones dropped")
-        let logged = try db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int4 FROM \(schema).created_log"), "test")
-        #expect(try #require(logged.first).decode(Int32.self) < 600, "the log of 1,200 rows was folded")
+        #expect(fold.created.count <= 1, "folded into one minute at most, the empty ones dropped: \(fold.created)")
     }
 
-    /// Old rows of `claim_floors` go (``PostgresFloors/prune(_:keeping:)``), and
-    /// `claim_floors_pruned` says below which transaction: a reader whose mark is
-    /// below it is told anything may have changed, one at or above it what changed.
-    @Test func aMarkBelowWhatWasPrunedGetsAll() throws {
+    /// A reader is told what changed at or above its mark, and that anything may
+    /// have when more than 4,096 rows are (``PostgresJournal/floorRows``).
+    @Test func aMarkFarBehindGetsAll() throws {
         let url = try TestServer.freshURL()
         let opened = try TestServer.open(url)
         let store = try #require(opened.capabilities.floors)
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
-        func integer(_ sql: String) throws -> Int64 {
-            try #require(try db.query(PostgresQuery(unsafeSQL: sql), "test").first).decode(Int64.self)
-        }
-        // A row of a transaction long gone (id 7), beside one of now.
-        try db.query(PostgresQuery(unsafeSQL: "INSERT INTO \(schema).claim_floors (xid, created_at) VALUES (7, 1)"), "test")
         let before = try store.changeFloor(since: nil).mark
-        _ = try opened.add([Fixtures.message(1, to: "a@x")])
-        try PostgresFloors.prune(db, keeping: Int(before) - 8)
-        #expect(try integer("SELECT count(*) FROM \(schema).claim_floors WHERE xid = 7") == 0, "the old row went")
-        #expect(try integer("SELECT count(*) FROM \(schema).claim_floors WHERE xid >= \(before)") == 1, "the new one stays")
-        #expect(try integer("SELECT below FROM \(schema).claim_floors_pruned") == 8)
-        guard case .from = try store.changeFloor(since: before).floor else {
-            Issue.record("a mark above what went: the add is named")
-            return
-        }
-        try db.query(PostgresQuery(unsafeSQL: "UPDATE \(schema).claim_floors_pruned SET below = \(before + 1)"), "test")
-        #expect(try store.changeFloor(since: before).floor == .all, "a mark below what went")
+        #expect(try store.changeFloor(since: before).floor == ChangeFloor.Floor.none, "nothing since")
+        let m = Fixtures.message(1, to: "a@x")
+        _ = try opened.add([m])
+        #expect(try store.changeFloor(since: before).floor == .from(ClaimPosition(createdAt: m.createdAt, id: "")), "the add is named")
+        // Rows of a transaction long gone (id 7), of no effects.
+        try db.query(PostgresQuery(unsafeSQL: """
+            INSERT INTO \(schema).commits (count, leaves, xid, effects) SELECT 0, ''::bytea, 7, ''::bytea FROM generate_series(1, 4097)
+            """), "test")
+        #expect(try store.changeFloor(since: 7).floor == .all, "a mark 4,098 rows behind")
+        #expect(try store.changeFloor(since: before).floor == .from(ClaimPosition(createdAt: m.createdAt, id: "")))
     }
 
     @Test func tlsIsUsedWhenTheURLAsksForIt() throws {
