@@ -48,35 +48,15 @@ public final class ExecTransport: Transport {
         }
         argv = try ShellWords.command(url.path, what: "exec")
         try Self.checkRunnable(argv[0])
-        var concurrency = 1
-        var grace: Int64 = 2000
-        var input = Input.record
-        var lookup: [String]? = nil
-        for (name, value) in url.parameters {
-            switch name {
-            case "input":
-                guard let chosen = Input(rawValue: value) else {
-                    throw MsgError(.config, "exec: parameter input must be record, body or mail, got '\(value)'")
-                }
-                input = chosen
-            case "concurrency":
-                guard let n = Int(value), (1...256).contains(n) else {
-                    throw MsgError(.config, "exec: parameter concurrency must be a number from 1 to 256, got '\(value)'")
-                }
-                concurrency = n
-            case "grace":
-                do throws(MsgError) {
-                    grace = try MsgDuration(parsing: value).milliseconds
-                } catch {
-                    throw MsgError(.config, "exec: parameter grace: \(error.message)")
-                }
-            case "lookup":
-                let words = try ShellWords.command(value, what: "exec: parameter lookup")
-                try Self.checkRunnable(words[0])
-                lookup = words
-            default:
-                throw MsgError(.config, "exec: unknown parameter '\(name)'; it takes input, concurrency, grace and lookup")
-            }
+        let p = try URLParameters(url, "exec:", names: ["input", "concurrency", "grace", "lookup"])
+        let input = try p.choice("input", ["record": Input.record, "body": .body, "mail": .mail]) ?? .record
+        let concurrency = try p.int("concurrency", in: 1...256) ?? 1
+        let grace = try p.duration("grace")?.milliseconds ?? 2000
+        var lookup: [String]?
+        if let value = p.text("lookup") {
+            let words = try ShellWords.command(value, what: "exec: parameter lookup")
+            try Self.checkRunnable(words[0])
+            lookup = words
         }
         self.input = input
         self.lookupArgv = lookup

@@ -42,15 +42,8 @@ public final class FileDropTransport: Transport {
     ///   be created, or when `tmp`, `new` or `cur` is not a directory of its own.
     public init(url: PluginURL) throws(MsgError) {
         guard !url.path.isEmpty else { throw MsgError(.config, "the file: transport needs a directory, e.g. file:/var/spool/msg/outbox") }
-        // A misspelt option must not be dropped in silence.
-        for (name, value) in url.parameters {
-            guard name == "parents" else {
-                throw MsgError(.config, "'\(url.text)': unknown parameter '\(name)'; the file: transport takes only parents=yes")
-            }
-            guard value == "yes" || value == "no" else { throw MsgError(.config, "'\(url.text)': parents is yes or no") }
-        }
         root = url.path
-        parents = url.parameters.contains { $0.0 == "parents" && $0.1 == "yes" }
+        parents = try URLParameters(url, "file:", names: ["parents"]).yes("parents") ?? false
         let parent = SystemCalls.directory(of: root)
         // The parent through links (a home that is a link is a home).
         var st = stat()

@@ -56,14 +56,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     ///   not exist), `noPermission`.
     public init(url: PluginURL, access: StoreAccess = .write) throws(MsgError) {
         path = try StoreFile.path(url, example: "json:/var/lib/msg/queue.json")
-        var maxRecords = Self.defaultMaxRecords
-        for (name, value) in url.parameters {
-            guard name == "max_records", let n = Int(value), (1...Self.maxRecordsLimit).contains(n) else {
-                throw MsgError(.config, "'\(url.text)': the json: store takes one parameter, max_records, a number from 1 to \(Self.maxRecordsLimit)")
-            }
-            maxRecords = n
-        }
-        self.maxRecords = maxRecords
+        maxRecords = try URLParameters(url, "json:", names: ["max_records"]).int("max_records", in: 1...Self.maxRecordsLimit) ?? Self.defaultMaxRecords
         self.access = access
         // The store is rewritten whole now and then (a new file renamed over it),
         // which would turn a link into a file and leave its target behind: refused.

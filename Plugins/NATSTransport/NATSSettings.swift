@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
 import MsgKit
 import MsgSupport
 
@@ -53,56 +50,34 @@ struct NATSSettings: Sendable {
         }
         server = "nats://" + authority
         subject = try SubjectTemplate(String(url.path.drop { $0 == "/" }))
-        for (name, value) in url.parameters {
-            switch name {
-            case "input":
-                guard value == "record" || value == "body" else { throw MsgError(.config, "nats: parameter input must be record or body, got '\(value)'") }
-                inputBody = value == "body"
-            case "concurrency":
-                guard let n = Int(value), (1...4096).contains(n) else {
-                    throw MsgError(.config, "nats: parameter concurrency must be a number from 1 to 4096, got '\(value)'")
-                }
-                concurrency = n
-            case "connect_timeout":
-                do throws(MsgError) {
-                    connectTimeout = try MsgDuration(parsing: value).milliseconds
-                } catch {
-                    throw MsgError(.config, "nats: parameter connect_timeout: \(error.message)")
-                }
-                guard connectTimeout > 0 else { throw MsgError(.config, "nats: parameter connect_timeout must be more than 0") }
-            case "stream":
-                guard !value.isEmpty, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "*") && $0 != UInt8(ascii: ">") }) else {
-                    throw MsgError(.config, "nats: parameter stream must be a stream's name (no space, '.', '*' or '>'), got '\(value)'")
-                }
-                expectStream = value
-            case "tls":
-                guard let yes = ["yes": true, "no": false][value] else { throw MsgError(.config, "nats: parameter tls must be yes or no, got '\(value)'") }
-                secure = yes
-            case "ca": caFile = try Self.readable(value, what: name)
-            case "cert": certificateFile = try Self.readable(value, what: name)
-            case "key": keyFile = try Self.readable(value, what: name)
-            case "server_name":
-                guard !value.isEmpty, !value.contains(where: { $0.isWhitespace }) else { throw MsgError(.config, "nats: parameter server_name is empty or has a space") }
-                serverName = value
-            case "token_file": token = try SystemCalls.readSecretLine(value, what: "nats: \(name)")
-            case "user":
-                guard !value.isEmpty else { throw MsgError(.config, "nats: parameter user is empty") }
-                user = value
-            case "password_file": password = try SystemCalls.readSecretLine(value, what: "nats: \(name)")
-            case "creds":
-                _ = try SystemCalls.readPrivateFile(value, what: "nats: creds")
-                credsFile = value
-            case "nkey":
-                guard value.hasPrefix("U"), value.count == 56, value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) else {
-                    throw MsgError(.config, "nats: parameter nkey must be a user's public NKey (56 characters from U), got '\(value)'")
-                }
-                nkey = value
-            case "nkey_seed":
-                _ = try SystemCalls.readPrivateFile(value, what: "nats: nkey_seed")
-                nkeySeedFile = value
-            default:
-                throw Self.refusal(of: name)
-            }
+        let p = try URLParameters(url, "nats:", names: Self.names)
+        inputBody = try p.choice("input", ["record": false, "body": true]) ?? false
+        concurrency = try p.int("concurrency", in: 1...4096) ?? concurrency
+        if let timeout = try p.duration("connect_timeout") {
+            guard timeout.milliseconds > 0 else { throw p.error("connect_timeout", mustBe: "more than 0") }
+            connectTimeout = timeout.milliseconds
+        }
+        expectStream = try p.text("stream", mustBe: "a stream's name (no space, '.', '*' or '>')") { value in
+            !value.isEmpty && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "*") && $0 != UInt8(ascii: ">") }
+        }
+        secure = try p.yes("tls") ?? false
+        caFile = try p.readable("ca")
+        certificateFile = try p.readable("cert")
+        keyFile = try p.readable("key")
+        serverName = try p.text("server_name", mustBe: "a host name") { !$0.isEmpty && !$0.contains(where: { $0.isWhitespace }) }
+        if let file = p.text("token_file") { token = try SystemCalls.readSecretLine(file, what: "nats: token_file") }
+        user = try p.text("user", mustBe: "a user's name") { !$0.isEmpty }
+        if let file = p.text("password_file") { password = try SystemCalls.readSecretLine(file, what: "nats: password_file") }
+        if let file = p.text("creds") {
+            _ = try SystemCalls.readPrivateFile(file, what: "nats: creds")
+            credsFile = file
+        }
+        nkey = try p.text("nkey", mustBe: "a user's public NKey (56 characters from U)") { value in
+            value.hasPrefix("U") && value.count == 56 && value.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
+        }
+        if let file = p.text("nkey_seed") {
+            _ = try SystemCalls.readPrivateFile(file, what: "nats: nkey_seed")
+            nkeySeedFile = file
         }
         if caFile != nil || certificateFile != nil || serverName != nil { secure = true }
         if (certificateFile == nil) != (keyFile == nil) {
@@ -118,18 +93,5 @@ struct NATSSettings: Sendable {
         guard ways <= 1 else {
             throw MsgError(.config, "nats: name one way to authenticate: token_file, user and password_file, creds, or nkey and nkey_seed")
         }
-    }
-
-    /// The error for a parameter msg does not know, naming the one it is nearly.
-    static func refusal(of name: String) -> MsgError {
-        if let near = ParameterSpelling.nearest(name, in: names) {
-            return MsgError(.config, "nats: unknown parameter '\(name)' (did you mean \(near)=?); nothing was sent")
-        }
-        return MsgError(.config, "nats: unknown parameter '\(name)'; it takes \(names.joined(separator: ", ")); nothing was sent")
-    }
-
-    private static func readable(_ path: String, what: String) throws(MsgError) -> String {
-        guard access(path, R_OK) == 0 else { throw SystemCalls.error(.config, "nats: cannot read \(what) \(path)") }
-        return path
     }
 }

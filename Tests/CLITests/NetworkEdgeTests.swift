@@ -255,6 +255,6 @@ import Testing
             """)
         #expect(r.lines == ["78", "0", "78", "0", "1", "78"], "\(r.out) \(r.err)")
         #expect(r.err.contains("unknown parameter 'journl'; the sqlite: store takes none"), "\(r.err)")
-        #expect(r.err.contains("unknown parameter 'fsync'; the file: transport takes only parents=yes"), "\(r.err)")
+        #expect(r.err.contains("file: unknown parameter 'fsync'; it takes parents"), "\(r.err)")
     }
 }

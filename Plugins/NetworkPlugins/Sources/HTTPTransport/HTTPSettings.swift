@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#endif
 import MsgKit
 import MsgSupport
 
@@ -56,43 +53,32 @@ struct HTTPSettings: Sendable {
             throw MsgError(.config, "\(url.scheme): a user or password in the URL would be in argv and in logs; put an Authorization header in headers_file=FILE instead")
         }
         host = authority
-        for (name, value) in url.parameters where Self.names.contains(name) {
-            switch name {
-            case "input":
-                guard value == "record" || value == "body" else { throw MsgError(.config, "http: parameter input must be record or body, got '\(value)'") }
-                inputBody = value == "body"
-            case "content_type":
-                guard !value.isEmpty, !Self.hasControlBytes(value) else {
-                    throw MsgError(.config, "http: parameter content_type is empty or has a control character (a line break?)")
-                }
-                bodyContentType = value
-            case "concurrency":
-                guard let n = Int(value), (1...256).contains(n) else { throw MsgError(.config, "http: parameter concurrency must be a number from 1 to 256, got '\(value)'") }
-                concurrency = n
-            case "follow_redirects":
-                guard let yes = ["yes": true, "true": true, "1": true, "no": false, "false": false, "0": false][value] else {
-                    throw MsgError(.config, "http: parameter follow_redirects must be yes or no, got '\(value)'")
-                }
-                followRedirects = yes
-            case "signing_secret_file":
-                signer = try WebhookSigner(secret: Self.readPrivate(value, what: "signing_secret_file"), from: value)
-            case "signing_secret_env":
-                guard let secret = SystemCalls.environment(value) else {
-                    throw MsgError(.config, "http: signing_secret_env=\(value) names a variable that is not set")
-                }
-                signer = try WebhookSigner(secret: secret, from: "$\(value)")
-            case "headers_file":
-                extraHeaders = try Self.headers(Self.readPrivate(value, what: "headers_file"), file: value)
-            case "ca_file": caFile = try Self.readable(value, what: name)
-            case "cert_file": certificateFile = try Self.readable(value, what: name)
-            case "key_file": keyFile = try Self.readable(value, what: name)
-            case "lookup":
-                guard value.contains("{id}"), value.hasPrefix("http://") || value.hasPrefix("https://") else {
-                    throw MsgError(.config, "http: parameter lookup must be an http(s) URL with {id} where the id goes, got '\(value)'")
-                }
-                lookupTemplate = value
-            default: break
+        // The names were checked above, the server's own kept in the endpoint.
+        let p = try URLParameters(url, "http:", names: Self.names, also: { _ in true })
+        inputBody = try p.choice("input", ["record": false, "body": true]) ?? false
+        bodyContentType = try p.text("content_type", mustBe: "a media type, with no control character (a line break?)") {
+            !$0.isEmpty && !Self.hasControlBytes($0)
+        } ?? bodyContentType
+        concurrency = try p.int("concurrency", in: 1...256) ?? 1
+        followRedirects = try p.choice("follow_redirects", ["yes": true, "no": false, "true": true, "false": false, "1": true, "0": false]) ?? false
+        if p.text("signing_secret_file") != nil && p.text("signing_secret_env") != nil {
+            throw MsgError(.config, "http: name one of signing_secret_file and signing_secret_env")
+        }
+        if let file = p.text("signing_secret_file") {
+            signer = try WebhookSigner(secret: Self.readPrivate(file, what: "signing_secret_file"), from: file)
+        }
+        if let name = p.text("signing_secret_env") {
+            guard let secret = SystemCalls.environment(name) else {
+                throw MsgError(.config, "http: signing_secret_env=\(name) names a variable that is not set")
             }
+            signer = try WebhookSigner(secret: secret, from: "$\(name)")
+        }
+        if let file = p.text("headers_file") { extraHeaders = try Self.headers(Self.readPrivate(file, what: "headers_file"), file: file) }
+        caFile = try p.readable("ca_file")
+        certificateFile = try p.readable("cert_file")
+        keyFile = try p.readable("key_file")
+        lookupTemplate = try p.text("lookup", mustBe: "an http(s) URL with {id} where the id goes") {
+            $0.contains("{id}") && ($0.hasPrefix("http://") || $0.hasPrefix("https://"))
         }
         if (certificateFile == nil) != (keyFile == nil) {
             throw MsgError(.config, "http: a client certificate needs both cert_file and key_file")
@@ -116,11 +102,6 @@ struct HTTPSettings: Sendable {
     /// The text of a file only its owner may read (a secret): else `config`.
     static func readPrivate(_ path: String, what: String) throws(MsgError) -> String {
         String(decoding: try SystemCalls.readPrivateFile(path, what: "http: \(what)"), as: UTF8.self)
-    }
-
-    private static func readable(_ path: String, what: String) throws(MsgError) -> String {
-        guard access(path, R_OK) == 0 else { throw SystemCalls.error(.config, "http: cannot read \(what) \(path)") }
-        return path
     }
 
     /// Whether `value` has a byte no header value may hold: a control character

@@ -59,38 +59,23 @@ struct SMTPSettings: Sendable {
         var name = [UInt8](repeating: 0, count: 256)
         helo = gethostname(&name, name.count) == 0 ? String(decoding: name.prefix { $0 != 0 }, as: UTF8.self) : ""
         if helo.isEmpty { helo = "localhost" }
-        var passwordFile: String?
-        for (key, value) in url.parameters {
-            switch key {
-            case "tls":
-                switch (value, scheme) {
-                case ("none", "smtp"): security = .none
-                case ("starttls", "smtp"): security = .startTLS
-                default:
-                    throw MsgError(.config, "'\(url.text)': tls=\(value) is not known here; smtp:// takes tls=starttls (the default) or tls=none, smtps:// is TLS throughout")
-                }
-            case "ca": ca = value
-            case "server_name": serverName = value
-            case "user": user = value
-            case "password_file": passwordFile = value
-            case "helo":
-                guard !value.isEmpty, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-                    throw MsgError(.config, "'\(url.text)': helo=\(value) is not a host name")
-                }
-                helo = value
-            case "from":
-                from = try Self.envelope(value, what: "from=")
-            case "concurrency":
-                guard let n = Int(value), (1...64).contains(n) else {
-                    throw MsgError(.config, "'\(url.text)': concurrency=\(value) is not a number from 1 to 64")
-                }
-                concurrency = n
-            case "connect_timeout":
-                connectTimeout = try MsgDuration(parsing: value)
+        let p = try URLParameters(url, "\(scheme):", names: Self.known)
+        if let tls = p.text("tls") {
+            switch (tls, scheme) {
+            case ("none", "smtp"): security = .none
+            case ("starttls", "smtp"): security = .startTLS
             default:
-                throw MsgError(.config, "'\(url.text)': unknown parameter '\(key)'; known: \(Self.known.joined(separator: ", "))")
+                throw MsgError(.config, "'\(url.text)': tls=\(tls) is not known here; smtp:// takes tls=starttls (the default) or tls=none, smtps:// is TLS throughout")
             }
         }
+        ca = p.text("ca")
+        serverName = p.text("server_name")
+        user = p.text("user")
+        let passwordFile = p.text("password_file")
+        helo = try p.text("helo", mustBe: "a host name") { !$0.isEmpty && $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } } ?? helo
+        if let address = p.text("from") { from = try Self.envelope(address, what: "from=") }
+        concurrency = try p.int("concurrency", in: 1...64) ?? 1
+        connectTimeout = try p.duration("connect_timeout") ?? connectTimeout
         if let passwordFile {
             let bytes = try SystemCalls.readPrivateFile(passwordFile, what: "smtp: password_file")
             password = String(decoding: bytes.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
