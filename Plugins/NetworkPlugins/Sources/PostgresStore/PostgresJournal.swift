@@ -4,7 +4,7 @@ import PostgresNIO
 
 /// The store's commit journal (schema 11; ``CommitFold``), as in the SQLite store:
 /// each statement that changes the queue appends, in that very statement, one row
-/// of `commits` (``PostgresLedger/commit(_:from:total:rows:)``): an id from a
+/// of `commits` (``PostgresLedger/commit(_:from:first:total:rows:)``): an id from a
 /// sequence (no lock, so workers on several hosts never queue on it), its
 /// transaction's id (`xid`), its leaves and what its changes mean beside the rows
 /// (`effects`). A statement is a compare-and-set, so only the server knows which

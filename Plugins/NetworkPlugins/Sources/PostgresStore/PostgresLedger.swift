@@ -9,7 +9,8 @@ import PostgresNIO
 /// - Each statement that changes messages appends its leaves as its row of the
 ///   journal, `commits` (``PostgresJournal``), in that very statement
 ///   (``RowColumns``): an id from a sequence (no lock), the leaves as kept (kind,
-///   number, id, hash), and `first` NULL: not yet numbered (a row of no leaves never is). Each message row lists its leaves in `ledger` as `RUN.ORDINAL`,
+///   number, id, hash), and `first` NULL: not yet numbered (a row of no leaves
+///   never is). Each message row lists its leaves in `ledger` as `RUN.ORDINAL`,
 ///   the ordinal its change had in the statement's input; `ords` lists the ordinals
 ///   a run holds when that is not all of them (a compare-and-set that did not apply).
 ///   As in the SQLite store, `history_n` and `content_fp` let the UPDATE's WHERE take
