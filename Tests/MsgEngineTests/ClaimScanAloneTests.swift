@@ -22,8 +22,8 @@ import Testing
         scan.advance(to: at(5))
         // Read again after going back: not counted again.
         scan.hold("a", .busy, from: at(3))
-        #expect(scan.holds.heldCount["a"] == 2)
-        #expect(scan.holds.held["a"] == .busy && scan.holds.skippable.contains("a"))
+        #expect(scan.holds.held["a"]?.count == 2)
+        #expect(scan.holds.held["a"]?.why == .busy && scan.holds.skippable.contains("a"))
         #expect(scan.position == at(5) && !scan.isFresh)
         // A probe is held but not skipped: its message must be read to be sent.
         scan.hold("p", .probing, from: at(4))

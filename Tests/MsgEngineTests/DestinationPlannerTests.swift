@@ -45,7 +45,7 @@ import Testing
         try p.begin(session)
         let answers = try p.consider([row(1, to: "bob"), row(2, to: "carol"), row(3, to: "bob")], in: session)
         #expect(taken(answers) == [nil, "m2", nil])
-        #expect(p.scan.holds.held["bob"] == .busy && p.scan.holds.heldCount["bob"] == 2)
+        #expect(p.scan.holds.held["bob"]?.why == .busy && p.scan.holds.held["bob"]?.count == 2)
         #expect(p.skipping.contains("bob") && !p.skipping.contains("carol"))
         #expect(answers.allSatisfy { if case .take(let r) = $0 { r.message.status == .sending } else { true } }, "what is taken goes out sending")
     }
@@ -58,11 +58,11 @@ import Testing
         try p.begin(session)
         let answers = try p.consider([row(1, to: "bob"), row(2, to: "bob"), row(3, to: "carol")], in: session)
         #expect(taken(answers) == ["m1", nil, "m3"])
-        #expect(p.scan.holds.held["bob"] == .busy)
+        #expect(p.scan.holds.held["bob"]?.why == .busy)
         // The run's own hold stands when another process's commit sends the scan back.
         var scan = p.scan
         let wentBack = scan.rewind(before: row(0, to: "x").position)
-        #expect(wentBack && scan.holds.held["bob"] == .busy)
+        #expect(wentBack && scan.holds.held["bob"]?.why == .busy)
     }
 
     /// An expired message is taken to be recorded dead, never to be sent; a
@@ -77,7 +77,7 @@ import Testing
         guard case .take(let expired) = answers[0] else { Issue.record("the expired message was not taken: \(answers[0])"); return }
         #expect(expired.message.status == .dead && expired.message.lastError?.code == "expired")
         #expect(taken(answers).dropFirst() == [nil, "m3"])
-        #expect(p.scan.holds.held["dave"] == .suspended(until: nil))
+        #expect(p.scan.holds.held["dave"]?.why == .suspended(until: nil))
         #expect(p.finish().isEmpty, "no destination's state changed")
     }
     /// A claim made again after the store was unreachable (``OutageRidingStore``
@@ -91,7 +91,7 @@ import Testing
         let busy = Session(inFlight: [InFlight(id: "elsewhere", to: "bob")])
         try p.begin(busy)
         #expect(taken(try p.consider([row(1, to: "bob"), row(2, to: "carol")], in: busy)) == [nil, "m2"])
-        #expect(p.scan.holds.held["bob"] == .busy && p.found.originals.count == 1)
+        #expect(p.scan.holds.held["bob"]?.why == .busy && p.found.originals.count == 1)
         // The store failed before its commit; ten minutes later it answers, and bob's
         // message in flight elsewhere has had its outcome.
         clock.now = Timestamp(milliseconds: Self.now.milliseconds + 600_000)

@@ -93,13 +93,13 @@ package struct ClaimScan: Sendable {
         // Busy in another process: read again (the planner holds it again where that
         // still holds). Held for the run's own share pending: kept, for its messages
         // left may lie before `floor`, and only its own outcome frees it.
-        let released = holds.held.filter { $0.value == .busy && !holds.own.contains($0.key) }.map(\.key)
+        let released = holds.held.filter { $0.value.why == .busy && !$0.value.own }
         var back = floor
-        for key in released where holds.locked.contains(key) {
-            guard let first = holds.heldFrom[key] else { return false }
+        for (_, hold) in released where hold.locked {
+            guard let first = hold.from else { return false }
             back = min(back, first)
         }
-        for key in released { holds.release(key) }
+        for key in released.keys { holds.release(key) }
         goBack(before: back)
         return true
     }
@@ -121,12 +121,14 @@ package struct ClaimScan: Sendable {
     /// - Returns: false when one of them has no such message on record: then the
     ///   caller starts the scan from the first message.
     package mutating func releaseFreed() -> Bool {
-        guard !holds.freed.isEmpty else { return true }
         var lowest: ClaimPosition?
-        for key in holds.freed {
-            guard let first = holds.heldFrom[key] else { return false }
+        var any = false
+        for (_, hold) in holds.held where hold.freed {
+            guard let first = hold.from else { return false }
             lowest = min(lowest ?? first, first)
+            any = true
         }
+        guard any else { return true }
         holds.forgetFreed()
         if let lowest { goBack(before: lowest) }
         return true

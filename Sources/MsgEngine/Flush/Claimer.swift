@@ -199,8 +199,9 @@ package final class Claimer {
         // with a million waiting cost a flush --watch 3 s of every 5).
         var tally: Tally?
         var tallyRead = false
-        for (key, hold) in scan.holds.held.sorted(by: { $0.key < $1.key }) where hold.putsBack || hold.until != nil {
-            var n = scan.holds.heldCount[key] ?? 0
+        for (key, held) in scan.holds.held.sorted(by: { $0.key < $1.key }) where held.why.putsBack || held.why.until != nil {
+            let hold = held.why
+            var n = held.count
             if options.rules.key == .recipient && options.countsHeld {
                 if options.targets == nil && !tallyRead {
                     tallyRead = true

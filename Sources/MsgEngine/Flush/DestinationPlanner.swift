@@ -193,7 +193,7 @@ package final class DestinationPlanner: ClaimPlanner {
         let key = rules.key.of(m)
         let at = ClaimPosition(createdAt: m.createdAt, id: m.id)
         if !scan.holds.held.isEmpty, let held = scan.holds.held[key] {
-            scan.hold(key, held, from: at)
+            scan.hold(key, held.why, from: at)
             return .skip
         }
         if let g = grants {

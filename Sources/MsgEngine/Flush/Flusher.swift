@@ -265,7 +265,7 @@ public final class Flusher {
         if let error = desk.outputError { throw error }
         summary.misconfigured = misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, machine.scan.holds.freed.isEmpty,
+        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, !machine.scan.holds.held.values.contains(where: \.freed),
            summary.misconfigured == nil, summary.stopped == nil, let mark = machine.scan.floorMark {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
             // and is no reason to fail a run whose every outcome is stored. It names

@@ -38,7 +38,7 @@ enum ScanHint {
         w.key("held"); w.raw("[")
         var first = true
         for (key, hold) in scan.holds.held.sorted(by: { $0.key < $1.key }) {
-            guard let (name, until) = name(hold) else { continue }
+            guard let (name, until) = name(hold.why) else { continue }
             if !first { w.raw(",") }
             first = false
             w.raw("["); w.string(key); w.raw(","); w.string(name)
