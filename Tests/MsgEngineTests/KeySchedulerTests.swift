@@ -55,7 +55,7 @@ import Testing
         let s = KeyScheduler(workers: 1)
         let items = Self.claimed(["a", "b", "a"])
         s.add(items)
-        s.hold(["a"])
+        s.finished(["a", "b"], failed: ["a"])
         #expect(s.take(size: 10, parallelism: 1)?.map(\.key) == ["b"])
         s.done(["a"])
         #expect(s.take(size: 10, parallelism: 1)?.map(\.record) == [items[0], items[2]].map(\.record))

@@ -75,7 +75,7 @@ package final class Dispatcher {
         let deadline: MsgDuration
     }
 
-    let scheduler: LaneSchedulers
+    private let scheduler: LaneSchedulers
     private let results: Channel<Outcomes>
     private let workers = DispatchGroup()
 
@@ -95,6 +95,9 @@ package final class Dispatcher {
 
     /// Hands claimed messages to the workers.
     func add(_ items: [Claimer.Claimed]) { scheduler.add(items) }
+
+    /// Takes back everything waiting for a worker.
+    func withdrawAll() -> [Claimer.Claimed] { scheduler.withdrawAll() }
 
     /// The next outcomes, waiting at most `milliseconds` (nil: as long as it takes).
     func receive(milliseconds: Int64? = nil) -> Outcomes? {
@@ -128,12 +131,7 @@ package final class Dispatcher {
                 } else {
                     out = Self.deliver(slice, transport, d, &sizer)
                 }
-                // Held until recorded when failed; the rest may go on at once.
-                if scheduler.shared {
-                    scheduler.done(Set(slice.map(\.key)).subtracting(out.failedKeys))
-                } else {
-                    scheduler.hold(out.failedKeys)
-                }
+                scheduler.finished(Set(slice.map(\.key)), failed: out.failedKeys)
                 results.send(out)
             }
         }
@@ -266,4 +264,11 @@ package final class Counter: Sendable {
     package init() {}
     /// Adds `n`. - Returns: the new total.
     func add(_ n: Int) -> Int { value.withLock { $0 += n; return $0 } }
+}
+
+/// What settling a slice asks of the workers' schedulers, through the dispatcher.
+extension Dispatcher: WaitingMessages {
+    package func withdraw(_ key: String) -> [Claimer.Claimed] { scheduler.withdraw(key) }
+    package func setCautious(_ key: String, _ cautious: Bool) { scheduler.setCautious(key, cautious) }
+    package func done(_ keys: Set<String>) { scheduler.done(keys) }
 }

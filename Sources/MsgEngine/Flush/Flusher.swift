@@ -218,7 +218,7 @@ public final class Flusher {
                       _ dispatcher: Dispatcher, _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) -> Bool {
         switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil) {
         case .withdrawAll:
-            let back = dispatcher.scheduler.withdrawAll()
+            let back = dispatcher.withdrawAll()
             machine.withdrew(back.count)
             summary.released += try desk.putBack(back, notes: &notes, scan: &machine.scan)
         case .claim(let limit):
@@ -237,7 +237,7 @@ public final class Flusher {
                 return true
             }
             machine.received(outcome.changes.count)
-            let withdrawn = try desk.settle(outcome, dispatcher.scheduler, notes: &notes, scan: &machine.scan, into: &summary)
+            let withdrawn = try desk.settle(outcome, dispatcher, notes: &notes, scan: &machine.scan, into: &summary)
             machine.withdrew(withdrawn)
         case .finish:
             return false

@@ -123,9 +123,16 @@ package final class KeyScheduler: Sendable {
     /// Whether several workers share the work (then `take` holds the keys it hands out).
     package var shared: Bool { workers > 1 }
 
-    /// Holds `keys` until ``done(_:)``: with one worker, a destination whose slice
-    /// failed waits for its outcomes to be recorded.
-    package func hold(_ keys: Set<String>) {
+    /// A worker has the outcomes of a slice of `keys`, `failed` among them: the
+    /// failed wait until their outcomes are recorded (``done(_:)``), and the others
+    /// may go on at once. Several workers hold the keys of a slice from its take;
+    /// one worker alone holds only the failed, from now.
+    package func finished(_ keys: Set<String>, failed: Set<String>) {
+        if shared { done(keys.subtracting(failed)) } else { hold(failed) }
+    }
+
+    /// Holds `keys` until ``done(_:)``.
+    private func hold(_ keys: Set<String>) {
         guard !keys.isEmpty else { return }
         state.withLock { $0.active.formUnion(keys) }
     }

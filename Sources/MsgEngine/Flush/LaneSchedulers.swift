@@ -6,7 +6,7 @@ import MsgKit
 /// share the first lane. Claimed messages are handed to their lane's
 /// ``KeyScheduler``; what the run takes back or marks is asked of every lane (a
 /// destination's messages are all in one).
-package final class LaneSchedulers: Sendable {
+package final class LaneSchedulers: WaitingMessages, Sendable {
     package typealias Item = Claimer.Claimed
 
     private let lanes: [KeyScheduler]
@@ -45,4 +45,16 @@ package final class LaneSchedulers: Sendable {
     package func close() {
         for l in lanes { l.close() }
     }
+}
+
+/// What settling a slice's outcomes asks of the messages waiting for a worker
+/// (``OutcomeDesk/settle(_:_:notes:scan:into:)``): the run's ``Dispatcher``, or its
+/// schedulers alone (a test's).
+package protocol WaitingMessages: AnyObject {
+    /// Takes back what waits for `key`.
+    func withdraw(_ key: String) -> [Claimer.Claimed]
+    /// Marks `key` as failing lately (one message per slice) or not.
+    func setCautious(_ key: String, _ cautious: Bool)
+    /// These keys' outcomes are recorded: their waiting messages may go again.
+    func done(_ keys: Set<String>)
 }

@@ -56,7 +56,7 @@ package final class OutcomeDesk {
     /// the run's, lent.
     /// - Returns: how many messages waiting for a worker were taken back (a breaker
     ///   opened, a destination asked for a pause) and put back as they were.
-    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: LaneSchedulers, notes: inout RunNotes, scan: inout ClaimScan,
+    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: some WaitingMessages, notes: inout RunNotes, scan: inout ClaimScan,
                         into summary: inout Flusher.Summary) throws(MsgError) -> Int {
         let applied = try store.update(o.changes)
         faults.pass(.afterSent, count: o.changes.count)
