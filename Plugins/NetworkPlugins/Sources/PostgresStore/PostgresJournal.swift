@@ -85,7 +85,9 @@ enum PostgresJournal {
     static func read(_ db: BlockingConnection) throws(MsgError) -> CommitFold? {
         guard var fold = try snapshot(db, lock: false) else { return nil }
         for row in try db.query(PostgresQuery(unsafeSQL: "SELECT c.effects \(unfolded(db.address.schema))"), "reading the counts") {
-            try add(row, to: &fold)
+            let framed: ByteBuffer?
+            do { framed = try row.decode(ByteBuffer?.self) } catch { throw PostgresStore.corrupt("the commit journal", error) }
+            try add(framed, to: &fold)
         }
         return fold
     }
@@ -97,14 +99,6 @@ enum PostgresJournal {
         JOIN \(s).commits AS c ON c.xid >= pg_snapshot_xmin(f.seen)::text::bigint
              AND NOT pg_visible_in_snapshot(c.xid::text::xid8, f.seen) AND c.effects IS NOT NULL
         """
-    }
-
-    /// The counts, in a read-only snapshot of their own.
-    static func readAlone(_ db: BlockingConnection) throws(MsgError) -> CommitFold? {
-        try db.transaction("reading the counts") { () throws(MsgError) -> CommitFold? in
-            try db.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "reading the counts")
-            return try read(db)
-        }
     }
 
     private static func snapshot(_ db: BlockingConnection, lock: Bool) throws(MsgError) -> CommitFold? {
@@ -119,10 +113,8 @@ enum PostgresJournal {
         return fold
     }
 
-    /// Adds a row's effects (its first column).
-    private static func add(_ row: PostgresRow, to fold: inout CommitFold) throws(MsgError) {
-        let framed: ByteBuffer?
-        do { framed = try row.decode(ByteBuffer?.self) } catch { throw PostgresStore.corrupt("the commit journal", error) }
+    /// Adds a row's effects (none: a row of the ledger alone).
+    private static func add(_ framed: ByteBuffer?, to fold: inout CommitFold) throws(MsgError) {
         guard let framed else { return }
         guard pieces(framed, { fold.add(journal: $0) }) else { throw MsgError(.corrupt, "a row of the commit journal is cut short") }
     }
@@ -145,8 +137,7 @@ enum PostgresJournal {
             for row in rows {
                 let framed: ByteBuffer?
                 do { (seen, framed) = try row.decode((String, ByteBuffer?).self) } catch { throw PostgresStore.corrupt("the commit journal", error) }
-                guard let framed else { continue }
-                guard pieces(framed, { fold.add(journal: $0) }) else { throw MsgError(.corrupt, "a row of the commit journal is cut short") }
+                try add(framed, to: &fold)
             }
             fold.prune(now: .now())
             try save(fold, seen: seen, db)

@@ -16,7 +16,7 @@ extension PostgresStore: StoreCounting, ChangeFloors {
     }
 
     public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {
-        guard let fold = try PostgresJournal.readAlone(db) else { return nil }
+        guard let fold = try snapshot("reading the counts", { () throws(MsgError) in try PostgresJournal.read(db) }) else { return nil }
         var notYetDue: [String: Int] = [:]
         var b = PostgresBindings()
         b.append(now.milliseconds)
