@@ -41,8 +41,8 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     private let maxRecords: Int
     private let access: StoreAccess
     let lockFD: Int32
-    private var dataFD: Int32 = -1
-    private var identity: (dev: UInt64, ino: UInt64) = (0, 0)
+    var dataFD: Int32 = -1
+    var identity: (dev: UInt64, ino: UInt64) = (0, 0)
     var state = StoreState()
     /// Whether a ``ledgerRead(_:)`` holds the shared lock over one state.
     var inSnapshot = false
@@ -98,7 +98,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
 
     // MARK: Store
 
-    public var capabilities: StoreCapabilities { StoreCapabilities(watching: self, ledger: self, damagedFiles: self) }
+    public var capabilities: StoreCapabilities { StoreCapabilities(counting: self, watching: self, floors: self, ledger: self, damagedFiles: self) }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }
@@ -193,43 +193,49 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     /// Runs `body` under the exclusive lock on an up-to-date state, appends and syncs
     /// the lines it produced, and only then applies its changes in memory. The queue
     /// is never copied: a batch costs what it changes, not the size of the queue.
-    private func write<R>(_ body: (inout Transaction) throws(MsgError) -> R) throws(MsgError) -> R {
-        guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only") }
+    func write<R>(_ body: (inout Transaction) throws(MsgError) -> R) throws(MsgError) -> R {
+        try writable()
         try lock(LOCK_EX)
         defer { flock(lockFD, LOCK_UN) }
         try refresh(writer: true)
         // In a closure so the transaction's reference to the records is gone before
         // they are changed in place below.
-        let (overlay, destinations, ops, result) = try { () throws(MsgError) in
+        let (ops, result) = try { () throws(MsgError) in
             var tx = Transaction(base: state.records)
             let result = try body(&tx)
-            return (tx.overlay, tx.destinations, tx.ops, result)
+            return (tx.ops, result)
         }()
         // A store that held messages before its ledger begins it at its first write,
         // even one that changes nothing (`msg recover` with nothing to recover).
         guard !ops.isEmpty || (!state.ledger.began && !state.records.isEmpty) else { return result }
-        let commit = try CommitLines(ops, ledger: state.ledger, stored: state.records.count)
-        let bytes = commit.output.bytes
-        do throws(MsgError) {
-            try SystemCalls.writeAll(dataFD, bytes, code: .storeIO, what: path)
-            try SystemCalls.fsync(dataFD, code: .storeIO, what: path)
-        } catch {
-            // Cut off whatever part was written: it was never acknowledged.
-            _ = ftruncate(dataFD, off_t(state.offset))
-            throw error
-        }
-        for (id, value) in overlay { state.records[id] = value }
-        if !overlay.isEmpty { state.changed() }
-        for (key, value) in destinations { state.destinations[key] = value }
-        for entry in commit.entries { try state.ledger.apply(entry) }
-        state.offset += bytes.count
-        state.lines += commit.lineCount
-        // Each record is two lines live (its `$ledger` line and its own).
+        let recount = state.fold == nil ? state.recount(now: .now()) : nil
+        let commit = try CommitLines(ops, ledger: state.ledger, stored: state.records.count, recount: recount)
+        try append(commit.output.bytes)
+        try state.applyWritten(commit.lines)
+        state.lines += commit.lines.count
+        // Each record is two lines live in a compacted file (its `$ledger` line and its own).
         let live = 2 * state.records.count + state.destinations.count + state.ledger.removed.count
         if state.lines > 64 && state.lines - live > state.records.count {
             try compact()
         }
         return result
+    }
+
+    /// Appends `bytes` and syncs them; on failure cuts off whatever part was written
+    /// (it was never acknowledged).
+    func append(_ bytes: [UInt8], sync: Bool = true) throws(MsgError) {
+        do throws(MsgError) {
+            try SystemCalls.writeAll(dataFD, bytes, code: .storeIO, what: path)
+            if sync { try SystemCalls.fsync(dataFD, code: .storeIO, what: path) }
+        } catch {
+            _ = ftruncate(dataFD, off_t(state.offset))
+            throw error
+        }
+        state.offset += bytes.count
+    }
+
+    func writable() throws(MsgError) {
+        guard access == .write else { throw MsgError(.storeIO, "store \(path) was opened for reading only") }
     }
 
     func read() throws(MsgError) {
@@ -337,42 +343,5 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         dataFD = -1
         state = StoreState()
         return MsgError(.corrupt, "\(path) is damaged at line \(line) (\(reason)); it was moved to \(aside) for inspection and nothing was changed; the next command starts a new, empty store")
-    }
-
-    /// Rewrites the file with only the live records and the whole ledger, atomically.
-    private func compact() throws(MsgError) {
-        var w = JSONWriter(capacity: state.records.count * 512 + state.ledger.bytes.count * 2)
-        let ledger = state.ledger
-        var lines = 0
-        // The leaves, in runs of at most 4,096, then each record after its row.
-        var first = 0
-        while first < ledger.count {
-            let end = min(first + 4_096, ledger.count)
-            JSONLedger.write(JSONLedger.Entry(leaves: Array(ledger.leaves(first..<end))), to: &w)
-            lines += 1
-            first = end
-        }
-        for m in state.fifo() {
-            if let row = ledger.rows[m.id] {
-                JSONLedger.write(JSONLedger.Entry(leaves: [], id: m.id, entries: row.entries, print: row.print, list: row.list), to: &w)
-                lines += 1
-            }
-            m.write(to: &w)
-            w.raw("\n")
-            lines += 1
-        }
-        for (id, list) in ledger.removed {
-            JSONLedger.writeRemoved(id, list, to: &w)
-            lines += 1
-        }
-        for (key, value) in state.destinations.sorted(by: { $0.key < $1.key }) { CommitLines.writeDestination(key, value, to: &w) }
-        try SystemCalls.replaceAtomically(path, with: w.bytes, mode: 0o600, code: .storeIO)
-        close(dataFD)
-        dataFD = try SystemCalls.open(path, O_RDWR | O_APPEND, code: .storeIO)
-        var st = stat()
-        fstat(dataFD, &st)
-        identity = (UInt64(st.st_dev), UInt64(st.st_ino))
-        state.offset = w.bytes.count
-        state.lines = lines + state.destinations.count
     }
 }

@@ -1,32 +1,36 @@
 import MsgKit
 
-/// The JSON store's ledger (msg-ledger(1), ``LedgerStore``), as its file's
-/// `$ledger` and `$removed` lines build it, held in memory with the queue.
+/// The JSON store's ledger (msg-ledger(1), ``LedgerStore``), as its file's lines
+/// build it, held in memory with the queue.
 ///
-/// Each change msg writes is two lines, a `$ledger` line and then the line of the
-/// change (the record, or `{"$deleted":ID}`):
+/// Each commit msg writes starts with its **journal line** (docs/DESIGN.md 6), a
+/// `$ledger` line that says how many lines the commit has, its leaves, what the
+/// commit means beside its records (``CommitEffects/journalBytes(into:)``, in hex)
+/// and, for each change after it in order, how many of the leaves are its own and
+/// the facts the recorder (``ChangeRecorder``) chooses the message's next leaves
+/// from (`[leaves,entries,print]`; a removal `[leaves]`):
 ///
-///     {"$ledger":"HEX","id":ID,"entries":N,"print":P}
+///     {"$ledger":"HEX","commit":N,"effects":"HEX","rows":[[1,2,P],[1]]}
 ///     {"id":ID,...the record...}
+///     {"$deleted":ID}
+///     {"$destination":KEY,"state":TEXT}
 ///
-/// `HEX` is the change's leaves as ``LedgerLeaf/write(to:)`` keeps them, numbered
-/// after the ledger's last in the order of the file; `entries` and `print` are
-/// what the recorder (``ChangeRecorder``) chooses the message's next leaves from.
-/// A removal's `$ledger` line says `"removed":true`. A `$ledger` line without `id`
-/// (the ledger's start in a store that held messages before it; a compacted
-/// file's leaves) stands alone. A compacted file gives each message its whole list
-/// (`"list":[N,...]`) and each removed message a `{"$removed":ID,"list":[...]}` line.
+/// The leaves are numbered after the ledger's last in the order of the file. A
+/// commit whose lines are not all there is a write cut short, set aside whole
+/// (``StoreState``). `{"$ledger":"","kept":NAME,"value":"HEX"}` keeps a value beside
+/// the journal: the counts folded (`fold`, ``CommitFold``) or where a claim scan
+/// stopped (`hint:KIND`).
 ///
-/// The pair is the unit a crash can cut: a `$ledger` line whose change is not
-/// after it is a write cut short, set aside with it (``StoreState``). A commit of
-/// more than one pair (or of a pair and other lines) is one unit too: its first
-/// line, a `$ledger` line, says how many lines the commit has (`"commit":N`, N
-/// counting that line), and a commit whose lines are not all there is set aside
-/// whole (``StoreState``): a batch is stored whole or not at all. A commit of
-/// destination states alone starts with a `$ledger` line of no leaves that says
-/// it. An older msg ignores the count (it reads such a file as it always did). The change
-/// of a line written by hand, without its `$ledger` line, is in no leaf, and
-/// `msg ledger verify` names it.
+/// **Older lines** (msg before the journal) are read as they were written: each
+/// change after a `$ledger` line of its own (`"id":ID,"entries":N,"print":P`, a
+/// removal `"removed":true`), a commit of several counted on its first. A `$ledger`
+/// line without `id` (the ledger's start in a store that held messages before it;
+/// a compacted file's leaves) stands alone; a compacted file gives each message its
+/// whole list (`"list":[N,...]`) and each removed one a `{"$removed":ID,"list":[...]}`
+/// line, as msg still compacts. An older msg reads a journal line as leaves that
+/// stand alone, and the changes after it as changes it has no leaves for: it loses
+/// nothing, and `msg ledger verify` names them. The change of a line written by
+/// hand, without its `$ledger` line, is in no leaf, and `verify` names it.
 struct JSONLedger {
     /// What the ledger holds of a stored message.
     struct Row: Equatable {
@@ -66,6 +70,31 @@ struct JSONLedger {
         /// The first line of a commit of several: how many lines the commit has,
         /// this one included.
         var commitLines: Int?
+        /// A journal line's effects and rows.
+        var journal: Journal?
+        /// A value kept beside the journal (its leaves are none).
+        var kept: Kept?
+    }
+
+    /// What a journal line says beside its leaves.
+    struct Journal: Equatable {
+        /// ``CommitEffects/journalBytes(into:)``.
+        var effects: [UInt8]
+        /// Per change after the line, in order: its leaves, and a record's facts.
+        var rows: [JournalRow]
+    }
+
+    struct JournalRow: Equatable {
+        var leaves: Int
+        /// A record's ``StoredFacts/ledgerEntries``; nil for a removal.
+        var entries: Int?
+        var print: Int64 = 0
+    }
+
+    /// A value kept by name: the last one read wins.
+    struct Kept: Equatable {
+        var name: String
+        var value: [UInt8]
     }
 
     /// Adds an entry's leaves and what it says of its message.
@@ -78,13 +107,18 @@ struct JSONLedger {
         offsets.append(contentsOf: ends.map { base + $0 })
         bytes.append(contentsOf: e.leaves)
         guard let id = e.id else { return }
-        let new = Array(first..<count)
-        if e.isRemoval {
-            removed.append((id, (rows[id]?.list ?? []) + new))
+        took(id, first..<count, entries: e.isRemoval ? nil : e.entries, print: e.print, list: e.list)
+    }
+
+    /// Gives message `id` the leaves numbered `leaves` after those it has (`list`: its
+    /// whole list instead); without `entries`, it was removed.
+    mutating func took(_ id: String, _ leaves: Range<Int>, entries: Int?, print: Int64, list: [Int]? = nil) {
+        guard let entries else {
+            removed.append((id, (rows[id]?.list ?? []) + leaves))
             rows[id] = nil
             return
         }
-        rows[id] = Row(entries: e.entries, print: e.print, list: e.list ?? ((rows[id]?.list ?? []) + new))
+        rows[id] = Row(entries: entries, print: print, list: list ?? ((rows[id]?.list ?? []) + leaves))
     }
 
     /// Where each leaf of `leaves` ends, in order; nil when they are not whole leaves.
@@ -122,6 +156,30 @@ struct JSONLedger {
         if let n = e.commitLines {
             w.raw(",\"commit\":")
             w.int(n)
+        }
+        if let j = e.journal {
+            w.raw(",\"effects\":\"")
+            j.effects.withUnsafeBufferPointer { Hex.write($0, to: &w.bytes) }
+            w.raw("\",\"rows\":[")
+            for (i, row) in j.rows.enumerated() {
+                w.raw(i == 0 ? "[" : ",[")
+                w.int(row.leaves)
+                if let entries = row.entries {
+                    w.raw(",")
+                    w.int(entries)
+                    w.raw(",")
+                    w.int(Int(row.print))
+                }
+                w.raw("]")
+            }
+            w.raw("]")
+        }
+        if let k = e.kept {
+            w.raw(",\"kept\":")
+            w.string(k.name)
+            w.raw(",\"value\":\"")
+            k.value.withUnsafeBufferPointer { Hex.write($0, to: &w.bytes) }
+            w.raw("\"")
         }
         if let id = e.id {
             w.raw(",\"id\":")
@@ -194,6 +252,16 @@ struct JSONLedger {
             guard let n = n.intValue, n >= 1 else { throw MsgError(.corrupt, "a $ledger line whose commit is not a count of lines") }
             e.commitLines = n
         }
+        if let effects = value["effects"] {
+            guard let hex = effects.stringValue, let bytes = Hex.decode(hex) else { throw MsgError(.corrupt, "a journal line whose effects are not hexadecimal") }
+            e.journal = Journal(effects: bytes, rows: try journalRows(value["rows"] ?? .null))
+        }
+        if let name = value["kept"] {
+            guard let name = name.stringValue, let hex = value["value"]?.stringValue, let bytes = Hex.decode(hex) else {
+                throw MsgError(.corrupt, "a kept line without a name and a hexadecimal value")
+            }
+            e.kept = Kept(name: name, value: bytes)
+        }
         guard let id = value["id"] else { return e }
         guard let id = id.stringValue else { throw MsgError(.corrupt, "a $ledger line whose id is not a string") }
         e.id = id
@@ -208,6 +276,23 @@ struct JSONLedger {
         e.entries = entries
         e.print = Int64(print)
         return e
+    }
+
+    /// A journal line's `rows`. - Throws: `corrupt` when they are not `[leaves]` or
+    /// `[leaves,entries,print]` each.
+    static func journalRows(_ value: JSONValue) throws(MsgError) -> [JournalRow] {
+        guard case .array(let items) = value else { throw MsgError(.corrupt, "a journal line whose rows are not an array") }
+        var out: [JournalRow] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case .array(let n) = item, n.count == 1 || n.count == 3, let leaves = n[0].intValue, leaves >= 0 else {
+                throw MsgError(.corrupt, "a journal line whose rows are not [leaves] or [leaves,entries,print]")
+            }
+            guard n.count == 3 else { out.append(JournalRow(leaves: leaves)); continue }
+            guard let entries = n[1].intValue, let print = n[2].intValue else { throw MsgError(.corrupt, "a journal line's row whose entries or print is not a number") }
+            out.append(JournalRow(leaves: leaves, entries: entries, print: Int64(print)))
+        }
+        return out
     }
 
     /// A `list` of leaf numbers. - Throws: `corrupt` when it is not one.

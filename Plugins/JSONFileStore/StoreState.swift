@@ -12,6 +12,27 @@ struct StoreState {
     var lines = 0
     /// The ledger the file's `$ledger` lines build (``JSONLedger``).
     var ledger = JSONLedger()
+    /// What the journal lines add up to (``CommitFold``); nil after a change read
+    /// without its journal line (written by hand, or by an older msg): the next
+    /// writer counts afresh (``recount(now:)``).
+    var fold: CommitFold? = CommitFold()
+    /// The number of the last commit read: each journal line is one, and so is each
+    /// change read without one. A `fold` kept line sets it to the fold's mark.
+    private(set) var seq: Int64 = 0
+    /// The floors of the commits after number ``floorsFrom`` (``ChangeFloors``), at most 8,192.
+    private(set) var floors: [CommitEffects.Floor?] = []
+    private(set) var floorsFrom: Int64 = 0
+    /// The values kept by name (`hint:KIND`) but the fold.
+    private(set) var kept: [String: [UInt8]] = [:]
+    /// The commit being read: its rows not yet taken, the number its next change's
+    /// leaves start at, and its lines still to come.
+    private var open: Open?
+
+    private struct Open {
+        var rows: ArraySlice<JSONLedger.JournalRow>
+        var leaf: Int
+        var lines: Int
+    }
     /// A `$ledger` line read whose change has not been read yet, and where it starts
     /// in the bytes being applied.
     private var pending: (entry: JSONLedger.Entry, start: Int)?
@@ -183,17 +204,103 @@ struct StoreState {
             pending = nil
             try ledger.apply(p.entry)
         }
+        // Whether the line is one of the commit being read.
+        let inCommit = open != nil
+        open?.lines -= 1
+        defer { if open?.lines == 0 { open = nil } }
         switch read {
         case .deleted(let id):
             sorted = nil
             records[id] = nil
-        case .destination(let key, let state): destinations[key] = state
+            journaled(id, inCommit, removal: true)
+        case .destination(let key, let state):
+            destinations[key] = state
+            if !inCommit { unjournaled() }
         case .record(let m):
             sorted = nil
             records[m.id] = m
+            journaled(m.id, inCommit, removal: false)
         case .ledger(let e):
-            if e.id == nil { try ledger.apply(e) } else { pending = (e, start) }
+            if let k = e.kept {
+                keep(k)
+            } else if let j = e.journal {
+                try opened(e, j)
+            } else if e.id == nil {
+                try ledger.apply(e)
+            } else {
+                pending = (e, start)
+            }
         case .removed(let id, let list): ledger.keepRemoved(id, list)
         }
+    }
+
+    /// Applies the lines a commit wrote (``CommitLines/lines``), once they are durable.
+    mutating func applyWritten(_ lines: [Line]) throws(MsgError) {
+        for line in lines { try applyLine(line, start: 0) }
+    }
+
+    // MARK: The journal
+
+    /// A journal line: its leaves go to the ledger, its effects to the counts and
+    /// floors, and the changes after it take its rows in order.
+    private mutating func opened(_ e: JSONLedger.Entry, _ j: JSONLedger.Journal) throws(MsgError) {
+        let first = ledger.count
+        try ledger.apply(JSONLedger.Entry(leaves: e.leaves))
+        let floor = j.effects.withUnsafeBytes { b in
+            if fold?.add(journal: b) == false { fold = nil }
+            return CommitEffects.floor(ofJournal: b)
+        }
+        committed(floor)
+        if let n = e.commitLines, n > 1 { open = Open(rows: j.rows[...], leaf: first, lines: n - 1) }
+    }
+
+    /// A record stored or removed: its row in the commit being read, or (none) a
+    /// change the journal does not hold.
+    private mutating func journaled(_ id: String, _ inCommit: Bool, removal: Bool) {
+        guard inCommit, let leaf = open?.leaf, let row = open?.rows.popFirst() else {
+            unjournaled()
+            return
+        }
+        ledger.took(id, leaf..<(leaf + row.leaves), entries: removal ? nil : row.entries ?? -1, print: row.print)
+        open?.leaf += row.leaves
+    }
+
+    /// A change without its journal line: the counts are no longer whole, and a
+    /// claim scan after it goes back to the start.
+    private mutating func unjournaled() {
+        fold = nil
+        committed(.all)
+    }
+
+    private mutating func committed(_ floor: CommitEffects.Floor?) {
+        seq += 1
+        floors.append(floor)
+        if floors.count > 8_192 {
+            floors.removeFirst(4_096)
+            floorsFrom += 4_096
+        }
+    }
+
+    /// A kept value; the fold's also says where the journal is: its floors start over.
+    private mutating func keep(_ k: JSONLedger.Kept) {
+        guard k.name == "fold" else { kept[k.name] = k.value; return }
+        fold = k.value.withUnsafeBytes { CommitFold(snapshot: $0) }
+        if let fold { seq = fold.mark }
+        floors = []
+        floorsFrom = seq
+    }
+
+    /// The counts of the records as they are, as of the last commit read.
+    func recount(now: Timestamp) -> CommitFold {
+        var fold = CommitFold()
+        fold.mark = seq
+        let oldest = CreatedMinute.minute(of: now) - CommitFold.kept
+        for m in records.values {
+            fold.tally.add(1, to: Tally.records(to: m.to, status: m.status.rawValue))
+            fold.tally.attempts(in: m)
+            let minute = CreatedMinute.minute(of: m.createdAt)
+            if minute >= oldest { fold.created[CreatedMinute(status: m.status.rawValue, minute: minute), default: 0] += 1 }
+        }
+        return fold
     }
 }

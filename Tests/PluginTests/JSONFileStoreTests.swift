@@ -72,7 +72,11 @@ import Testing
         #expect(try again.count(Query()) == 3)
         #expect(try again.get(Fixtures.message(2).id)?.message == Fixtures.message(2))
         #expect(listDirectory(dir).filter { $0.contains(".torn-") || $0.contains(".corrupt-") }.isEmpty)
-        #expect(try readFile(path).filter { $0 == 0x0A }.count == 5, "one record per line, each msg wrote after its $ledger line")
+        // One record a line; each msg wrote after its journal line, and the first write
+        // after the line by hand first keeps the counts made afresh.
+        #expect(try readFile(path).filter { $0 == 0x0A }.count == 6)
+        let lines = try readFile(path).split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+        #expect(lines[3].hasPrefix(#"{"$ledger":"","kept":"fold","#) && lines[4].contains(#""commit":2,"#), "\(lines)")
         // The one added by hand is in no leaf: `msg ledger verify` names it.
         let ledger = try #require(again.capabilities.ledger)
         var lists: [String: [Int]?] = [:]
@@ -80,17 +84,19 @@ import Testing
         #expect(lists[Fixtures.message(2).id] == .some(nil) && lists[Fixtures.message(3).id]??.count == 1, "\(lists)")
     }
 
-    /// Each change is written after its `$ledger` line: a crash between the two
-    /// leaves a `$ledger` line whose change is not there. A reader does not take
+    /// Each change is written after its commit's journal line: a crash between the
+    /// two leaves a journal line whose change is not there. A reader does not take
     /// it; the next writer sets it aside with what follows, as a torn last line.
-    @Test(arguments: [false, true]) func aLedgerLineWhoseChangeWasCutOffIsSetAsideWithIt(halfARecord: Bool) throws {
+    @Test(arguments: [false, true]) func aJournalLineWhoseChangeWasCutOffIsSetAsideWithIt(halfARecord: Bool) throws {
         let dir = temporaryDirectory()
         let path = "\(dir)/q.json"
         _ = try loader.openStore("json:\(path)").add([Fixtures.message(1), Fixtures.message(2)])
         let lines = try readFile(path).split(separator: 0x0A)
-        #expect(lines.count == 4, "two pairs")
-        // A third change cut after its `$ledger` line (and half its record).
-        let cut = Array(lines[2]) + [0x0A] + (halfARecord ? Array(Fixtures.message(3).jsonText().utf8.prefix(40)) : [])
+        #expect(lines.count == 3, "a journal line and two records")
+        // A third change cut after its journal line (and half its record).
+        _ = try loader.openStore("json:\(dir)/other.json").add([Fixtures.message(3)])
+        let third = try readFile("\(dir)/other.json").split(separator: 0x0A)
+        let cut = Array(third[0]) + [0x0A] + (halfARecord ? Array(third[1].prefix(40)) : [])
         try append(path, cut)
         let reader = try loader.openStore("json:\(path)", access: .read)
         #expect(try reader.count(Query()) == 2)
@@ -115,15 +121,16 @@ import Testing
         #expect(lists.compactMap { $0 }.flatMap { $0 }.sorted() == [0, 1, 2], "each its own: \(lists)")
     }
 
-    /// A `$ledger` line is read alike as msg writes it (read without parsing its
-    /// hex as a JSON string) and reformatted by a tool (read as JSON).
+    /// A journal line is read alike as msg writes it (read without parsing its
+    /// leaves' hex as a JSON string) and reformatted by a tool (read as JSON): the
+    /// same leaves, the same lists, the same counts.
     @Test func aLedgerLineReadsAlikeAsWrittenAndReformatted() throws {
         let dir = temporaryDirectory()
         _ = try loader.openStore("json:\(dir)/a.json").add([Fixtures.message(1), Fixtures.message(2)])
         let text = String(decoding: try readFile("\(dir)/a.json"), as: UTF8.self)
         let spaced = text.replacingOccurrences(of: #"{"$ledger":""#, with: #"{ "$ledger" : ""#)
-            .replacingOccurrences(of: #","entries":"#, with: #", "entries": "#)
-        #expect(spaced != text)
+            .replacingOccurrences(of: #","rows":[["#, with: #", "rows": [ ["#)
+        #expect(spaced.contains(#""rows": [ ["#))
         close(open("\(dir)/b.json", O_WRONLY | O_CREAT, 0o600))
         try append("\(dir)/b.json", Array(spaced.utf8))
         func read(_ name: String) throws -> ([UInt8], [String]) {
@@ -135,6 +142,8 @@ import Testing
         }
         let (a, b) = (try read("a.json"), try read("b.json"))
         #expect(a.0.count > 0 && a.0 == b.0 && a.1 == b.1 && a.1.count == 2)
+        let counts = try ["a.json", "b.json"].map { try loader.openStore("json:\(dir)/\($0)", access: .read).counts(now: .now(), excluding: [])?.tally }
+        #expect(counts[0] != nil && counts[0] == counts[1], "\(counts)")
     }
 
     /// The ledger is carried whole across compaction: the same leaves, each message
