@@ -28,10 +28,10 @@ import Testing
         return ClaimRow(record: EncodedMessage(m), status: .queued)
     }
 
-    func planner(_ scan: ClaimScan, room: ((String) -> Int)? = nil, clock: @escaping () -> Timestamp = { Self.now }) throws -> DestinationPlanner {
+    func planner(_ scan: ClaimScan, room: (most: Int, inFlight: [String: Int])? = nil, clock: @escaping () -> Timestamp = { Self.now }) throws -> DestinationPlanner {
         DestinationPlanner(DestinationPlanner.Setup(
             book: DestinationBook(rules: DeliveryRules()), clock: clock, leaseLength: .seconds(60),
-            lessons: [], own: [], room: room, attempted: { _ in false }, faults: try FaultPoints(environment: nil)), scan: scan)
+            lessons: [], own: [], room: room, attempted: [], faults: try FaultPoints(environment: nil)), scan: scan)
     }
 
     /// What the answers took, by body; nil for a skip or a stop.
@@ -53,7 +53,7 @@ import Testing
     /// With a share per destination, what is beyond it waits for the scan to start
     /// again, held as the run's own: none of it goes ahead of what was taken.
     @Test func beyondItsShareADestinationIsHeldAsTheRunsOwn() throws {
-        let p = try planner(ClaimScan(), room: { _ in 1 })
+        let p = try planner(ClaimScan(), room: (1, [:]))
         let session = Session()
         try p.begin(session)
         let answers = try p.consider([row(1, to: "bob"), row(2, to: "bob"), row(3, to: "carol")], in: session)

@@ -116,12 +116,9 @@ package final class Claimer {
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
         let leaseLength = MsgDuration(milliseconds: max(60_000, options.longestDeadline.milliseconds * Int64(options.batchSize) * 2))
-        let maxPerKey = self.maxPerKey
-        let perKey = notes.perKey
         let planner = DestinationPlanner(DestinationPlanner.Setup(
             book: book, clock: clock, leaseLength: leaseLength, lessons: notes.lessons, own: notes.inFlight,
-            room: maxPerKey.map { most in { key in most - (perKey[key] ?? 0) } },
-            attempted: { [remember, attempted] id in remember && attempted.contains(id) }, faults: faults), scan: scan)
+            room: maxPerKey.map { ($0, notes.perKey) }, attempted: attempted, faults: faults), scan: scan)
         let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
         notes.lessons = []
         for (key, s) in planner.knownStates { notes.known[key] = s }

@@ -15,15 +15,16 @@ package final class DestinationPlanner: ClaimPlanner {
         let lessons: [(key: String, lesson: DestinationBook.Lesson)]
         /// Ids this process has in flight (claimed and not yet recorded).
         let own: Set<String>
-        /// How many more messages of a key may be taken; nil: no bound.
-        let room: ((String) -> Int)?
-        /// Whether a record was attempted in this run already (retry takes each once).
-        let attempted: (String) -> Bool
+        /// How many messages of a key may be in flight at once, and how many are
+        /// (``RunNotes/perKey``); nil: no bound.
+        let room: (most: Int, inFlight: [String: Int])?
+        /// The records attempted in this run already (retry takes each once).
+        let attempted: Set<String>
         let faults: FaultPoints
 
         package init(book: DestinationBook, clock: @escaping () -> Timestamp, leaseLength: MsgDuration,
-                     lessons: [(key: String, lesson: DestinationBook.Lesson)], own: Set<String>, room: ((String) -> Int)?,
-                     attempted: @escaping (String) -> Bool, faults: FaultPoints) {
+                     lessons: [(key: String, lesson: DestinationBook.Lesson)], own: Set<String>,
+                     room: (most: Int, inFlight: [String: Int])?, attempted: Set<String>, faults: FaultPoints) {
             self.book = book
             self.clock = clock
             self.leaseLength = leaseLength
@@ -186,7 +187,7 @@ package final class DestinationPlanner: ClaimPlanner {
             found.damaged.append(m.id)
             return .skip
         }
-        if setup.attempted(m.id) { return .skip }
+        if !setup.attempted.isEmpty && setup.attempted.contains(m.id) { return .skip }
         if let expires = m.expiresAt, expires <= now {
             return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(m, now: now)))
         }
@@ -215,7 +216,7 @@ package final class DestinationPlanner: ClaimPlanner {
         var taken = 0
         if let room = setup.room {
             taken = reading.takenPerKey[key] ?? 0
-            if taken >= room(key) {
+            if taken >= room.most - (room.inFlight[key] ?? 0) {
                 // Its share of the pending messages is taken: the rest of it waits for
                 // the scan to start again, so none goes ahead of these.
                 scan.hold(key, .busy, from: at, counting: false, own: true)
