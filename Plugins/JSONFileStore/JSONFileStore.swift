@@ -160,9 +160,9 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
 
     public func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try write { (tx) throws(MsgError) -> R in
-            let session = JSONClaimSession(tx, destinations: state.destinations, fifo: { [unowned self] in self.state.fifo() })
+            let session = JSONClaimSession(tx, state, fifo: { [unowned self] in self.state.fifoIDs() })
             let result = try body(session)
-            tx = session.tx
+            tx = session.end()
             return result
         }
     }
