@@ -193,7 +193,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
     /// Runs `body` under the exclusive lock on an up-to-date state, appends and syncs
     /// the lines it produced, and only then applies its changes in memory. The queue
     /// is never copied: a batch costs what it changes, not the size of the queue.
-    func write<R>(_ body: (inout Transaction) throws(MsgError) -> R) throws(MsgError) -> R {
+    private func write<R>(_ body: (inout Transaction) throws(MsgError) -> R) throws(MsgError) -> R {
         try writable()
         try lock(LOCK_EX)
         defer { flock(lockFD, LOCK_UN) }
