@@ -41,7 +41,7 @@ extension JSONFileStore: StoreCounting, ChangeFloors {
     }
 
     /// The mark is the number of the last commit read; a mark from before the
-    /// floors kept (a compaction since, or more than 8,192 commits) gets `all`.
+    /// floors kept (a compaction since, or one older than the last 4,096 to 8,192 commits) gets `all`.
     public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
         try read()
         let newest = state.seq
