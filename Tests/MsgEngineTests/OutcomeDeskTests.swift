@@ -7,28 +7,32 @@ import MsgKit
 import MsgKitTesting
 import Testing
 
-/// ``OutcomeDesk``, the one owner of an outcome, alone: a slice's outcomes in, and
-/// out what the store holds, what was printed, what the run notes, what the scan
-/// holds and what the scheduler gives. No `Flusher`, no delivery thread, no
-/// transport; a JSON store in a temporary directory.
+/// ``OutcomeDesk``, which writes and says an outcome, with the run's state machine
+/// that decides it: a slice's outcomes in, and out what the store holds, what was
+/// printed, what the run notes, what the scan holds and what the scheduler gives.
+/// No `Flusher`, no delivery thread, no transport; a JSON store in a temporary
+/// directory. The decisions alone are ``FlushRunOutcomeTests``'.
 @Suite struct OutcomeDeskTests {
     let now = Fixtures.t0.adding(.seconds(10))
 
     /// A desk over a new store, printing into a file.
     struct Bench {
         let store: any Store
-        var scan = ClaimScan()
+        /// The run's state machine: its scan, its notes.
+        var run: FlushRun
         /// The one lane's scheduler, and the lanes the desk is given (one).
         let keys = KeyScheduler(workers: 1)
         var scheduler: LaneSchedulers { LaneSchedulers([keys], lane: { _ in 0 }) }
         let desk: OutcomeDesk
         let printed: String
-        var notes = RunNotes(countsPerKey: false)
+        var notes: RunNotes { run.notes }
+        var scan: ClaimScan { run.scan }
 
         init(rules: DeliveryRules = DeliveryRules(), now: Timestamp) throws {
             let dir = temporaryDirectory()
             store = try PluginLoader().openStore("json:\(dir)/q.json")
             printed = "\(dir)/out.ndjson"
+            run = FlushRun(batchSize: 10, limit: nil, maxWait: .seconds(60), pace: nil, rules: rules)
             let fd = open(printed, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             desk = OutcomeDesk(store: store, rules: rules, faults: try FaultPoints(environment: nil), clock: { now },
                                writer: NDJSONWriter(output: ByteOutput(fd: fd)), reporter: Reporter { _ in }, events: nil,
@@ -45,9 +49,9 @@ import Testing
                 try x.transition(to: .sending, event: "attempt", at: Fixtures.t0.adding(.seconds(1)))
                 x.lease = Message.Lease(host: "here", pid: 1, until: Fixtures.t0.adding(.seconds(600)))
                 #expect(try store.update([Change(EncodedMessage(x), expected: .queued)]) == [true])
-                notes.took(m.id, key: to)
                 out.append(Claimer.Claimed(record: EncodedMessage(x), original: EncodedMessage(m), key: to, probe: false))
             }
+            run.claimed(Claimer.Round(taken: out))
             return out
         }
 
@@ -74,7 +78,8 @@ import Testing
         let o = Dispatcher.Outcomes(items: slice, changes: try slice.map { try b.change($0, .delivered(confirmed: false), at: now) },
                                     outcomes: [.delivered(confirmed: false), .delivered(confirmed: false)], failedKeys: [])
         var summary = Flusher.Summary()
-        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary) == 0, "nothing taken back")
+        try b.desk.settle(o, b.scheduler, run: &b.run, into: &summary)
+        #expect(b.run.pending == 0)
         #expect(summary.sent == 2 && summary.deferred == 0 && summary.dead == 0)
         #expect(try slice.map(b.status) == [.sent, .sent])
         #expect(try b.printedStatuses() == ["sent", "sent"])
@@ -95,7 +100,10 @@ import Testing
         let failure = DeliveryOutcome.failed(MsgError(.remote, "503"), retryAfter: nil)
         let o = Dispatcher.Outcomes(items: slice, changes: [try b.change(slice[0], failure, at: now)], outcomes: [failure], failedKeys: ["k"])
         var summary = Flusher.Summary()
-        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary) == 2, "the two waiting taken back")
+        #expect(b.run.pending == 3)
+        try b.desk.settle(o, b.scheduler, run: &b.run, into: &summary)
+        #expect(b.run.pending == 0, "the one recorded, the two waiting taken back")
+        #expect(b.keys.withdrawAll().isEmpty, "nothing waits for a worker")
         #expect(summary.deferred == 1 && summary.lastFailure?.code == "remote")
         #expect(try b.status(slice[0]) == .failed)
         #expect(try waiting.map(b.status) == [.queued, .queued], "put back as they were")
@@ -113,15 +121,15 @@ import Testing
         let first = try b.claimed(1, to: "k")
         let failure = DeliveryOutcome.failed(MsgError(.timeout, "slow"), retryAfter: nil)
         var summary = Flusher.Summary()
-        _ = try b.desk.settle(Dispatcher.Outcomes(items: first, changes: [try b.change(first[0], failure, at: now)], outcomes: [failure],
-                                                  failedKeys: ["k"]), b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary)
+        try b.desk.settle(Dispatcher.Outcomes(items: first, changes: [try b.change(first[0], failure, at: now)], outcomes: [failure],
+                                                  failedKeys: ["k"]), b.scheduler, run: &b.run, into: &summary)
         let next = try b.claimed(3, to: "k", from: 1)
         b.scheduler.add(next)
         // A take that would wait is never asked for: what is left is known first.
         try #require(b.keys.take(size: 10, parallelism: 1)?.count == 1, "cautious: one at a time")
         let ok = DeliveryOutcome.delivered(confirmed: false)
-        _ = try b.desk.settle(Dispatcher.Outcomes(items: [next[0]], changes: [try b.change(next[0], ok, at: now)], outcomes: [ok],
-                                                  failedKeys: []), b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary)
+        try b.desk.settle(Dispatcher.Outcomes(items: [next[0]], changes: [try b.change(next[0], ok, at: now)], outcomes: [ok],
+                                                  failedKeys: []), b.scheduler, run: &b.run, into: &summary)
         #expect(b.keys.take(size: 10, parallelism: 1)?.count == 2, "recovered: the rest at once")
     }
 
@@ -139,7 +147,7 @@ import Testing
         let ok = DeliveryOutcome.delivered(confirmed: false)
         let o = Dispatcher.Outcomes(items: slice, changes: [Change(slice[0].original, expected: .sending), try b.change(slice[1], ok, at: now)],
                                     outcomes: [nil, ok], failedKeys: [])
-        #expect(try b.desk.settle(o, b.scheduler, notes: &b.notes, scan: &b.scan, into: &summary) == 0)
+        try b.desk.settle(o, b.scheduler, run: &b.run, into: &summary)
         #expect(summary.released == 1 && summary.sent == 0, "the put-back counted as released; the changed row not at all")
         #expect(try slice.map(b.status) == [.queued, .queued])
         #expect(b.notes.inFlight.isEmpty)

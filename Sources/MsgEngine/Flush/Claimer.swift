@@ -5,9 +5,10 @@ import MsgKit
 
 /// What a run takes from the store (docs/DESIGN.md 6): claims in FIFO order under
 /// a lease through a ``DestinationPlanner``, storing the lessons of the run's
-/// outcomes with them; what the run has in flight and knows of its destinations is
-/// its ``RunNotes``, and where the claims are in the queue is its ``ClaimScan``,
-/// both lent to each claim. What comes back is the ``OutcomeDesk``'s.
+/// outcomes with them. What the run has in flight and knows of its destinations
+/// (its ``RunNotes``) and where the claims are in the queue (its ``ClaimScan``)
+/// are its state machine's (``FlushRun``): a claim is given them as values and
+/// gives back what it found. What comes back is the ``OutcomeDesk``'s to record.
 package final class Claimer {
     /// A claimed record, the record as it was before (to put back), whether it is a
     /// breaker's probe.
@@ -25,18 +26,30 @@ package final class Claimer {
         }
     }
 
-    /// What one claim gave.
-    struct Round {
+    /// What one claim gave: what it took and found expired, what it says, the
+    /// scan as the claim left it (nil: as it was), the destination states it read,
+    /// and how many of the run's lessons it stored.
+    package struct Round {
         var taken: [Claimed] = []
         var expired: [EncodedMessage] = []
         var notices: [String] = []
         var events: [DeliveryEvent] = []
         var damaged: [String] = []
+        package var scan: ClaimScan?
+        var known: [String: DestinationState] = [:]
+        var lessonsStored = 0
+
+        package init(taken: [Claimed] = [], expired: [EncodedMessage] = [], scan: ClaimScan? = nil,
+                     known: [String: DestinationState] = [:], lessonsStored: Int = 0) {
+            self.taken = taken
+            self.expired = expired
+            self.scan = scan
+            self.known = known
+            self.lessonsStored = lessonsStored
+        }
     }
 
     let store: any Store
-    /// The store as one that says where commits changed the queue, when it does.
-    private let floors: (any ChangeFloors)?
     let book: DestinationBook
     let options: Flusher.Options
     let faults: FaultPoints
@@ -53,7 +66,6 @@ package final class Claimer {
 
     init(store: any Store, options: Flusher.Options, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp, outage: StoreOutage? = nil) {
         self.store = store
-        floors = store.capabilities.floors
         self.outage = outage
         outagesSeen = outage?.ended ?? 0
         self.book = DestinationBook(rules: options.rules)
@@ -69,27 +81,61 @@ package final class Claimer {
     var maxPerKey: Int? { options.concurrency > 1 ? max(1, options.batchSize * 2 / options.concurrency) : nil }
 
     /// Takes up to `limit` due messages, recording them `sending` in one commit with
-    /// the lessons learnt since the last claim; `notes` says what is in flight and
-    /// gets what was taken; `scan` is where the claim starts, and where it stopped
-    /// once it commits (a claim that fails leaves it as it was).
-    func claim(limit: Int, notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Round {
-        let round = try claimOnce(limit: limit, notes: &notes, scan: &scan)
-        if let outage, outage.ended != outagesSeen {
-            outagesSeen = outage.ended
-            try putBackOrphans(own: notes.inFlight, scan: &scan)
+    /// the run's lessons (`notes`, which say too what is in flight); `scan` is where
+    /// the claim starts, and the round gives where it stopped. What fails commits
+    /// nothing, so the store may make it again (its planner starts afresh, from
+    /// `scan` as it was).
+    func claim(limit: Int, notes: RunNotes, scan: ClaimScan) throws(MsgError) -> Round {
+        let now = clock()
+        var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
+        if let targets = options.targets { query.ids = Set(targets) }
+        let leaseLength = MsgDuration(milliseconds: max(60_000, options.longestDeadline.milliseconds * Int64(options.batchSize) * 2))
+        let planner = DestinationPlanner(DestinationPlanner.Setup(
+            book: book, clock: clock, leaseLength: leaseLength, lessons: notes.lessons, own: notes.inFlight,
+            room: maxPerKey.map { ($0, notes.perKey) }, attempted: attempted, faults: faults), scan: scan)
+        let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
+        var next = planner.scan
+        next.advance(to: result.position)
+        if result.reachedEnd { next.readToEnd() }
+        if result.reachedEnd || result.taken.isEmpty {
+            next.nextDue = options.ignoreDue ? nil : try store.nextDue(options.statuses, after: now)
         }
+        let found = planner.found
+        var round = Round(scan: next, known: planner.knownStates, lessonsStored: notes.lessons.count)
+        round.notices = found.notices
+        round.events = found.events
+        round.damaged = found.damaged
+        for line in store.takeNotices() { round.notices.append(line) }
+        for r in result.taken {
+            if remember { attempted.insert(r.message.id) }
+            if r.message.status == .dead {
+                round.expired.append(r)
+                continue
+            }
+            round.taken.append(Claimed(record: r, original: found.originals[r.message.id] ?? r, key: options.rules.key.of(r.message),
+                                       probe: found.probes.contains(r.message.id)))
+        }
+        if !result.taken.isEmpty { faults.pass(.afterSending, count: result.taken.count) }
         return round
     }
 
-    /// Outages ended that ``putBackOrphans(own:)`` has looked after (those before this
-    /// run ended in an earlier one, which looked after them).
+    /// Whether an outage the store rode out ended since the last call (those
+    /// before this run ended in an earlier one, which looked after them).
+    func outageEnded() -> Bool {
+        guard let outage, outage.ended != outagesSeen else { return false }
+        outagesSeen = outage.ended
+        return true
+    }
+
+    /// Outages ended that ``outageEnded()`` has told.
     private var outagesSeen: Int
 
     /// After an outage: a claim whose commit reached the store while its answer was
     /// lost left messages `sending` under this process's lease that this run never
-    /// handed to a transport. No other process takes them while this one lives, so
-    /// they go back to `queued` now (a `recovered` event), to be sent once.
-    private func putBackOrphans(own: Set<String>, scan: inout ClaimScan) throws(MsgError) {
+    /// handed to a transport (not among `own`). No other process takes them while
+    /// this one lives, so they go back to `queued` now (a `recovered` event), to be
+    /// sent once.
+    func putBackOrphans(own: Set<String>) throws(MsgError) {
         let pid = getpid()
         let now = clock()
         _ = try store.claim(Query(statuses: [.sending]), limit: .max) { (m) throws(MsgError) -> Message? in
@@ -99,86 +145,6 @@ package final class Claimer {
             try x.transition(to: .queued, event: "recovered", at: now)
             return x
         }
-        // Queued again behind the scan: it starts again to find them.
-        scan.rewind()
-    }
-
-    /// One claim: what failed commits nothing, so the store may make it again (its
-    /// planner starts afresh, from `scan` as it was).
-    private func claimOnce(limit: Int, notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Round {
-        let now = clock()
-        let token = try store.changeToken()
-        try restartScan(&scan, token: token, now: now)
-        scan.token = token
-        // Nothing can be found that the last claim did not find (``ClaimScan/exhausted``);
-        // a claim that stores lessons still runs.
-        if scan.exhausted && notes.lessons.isEmpty && limit > 0 { return Round() }
-        var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
-        if let targets = options.targets { query.ids = Set(targets) }
-        let leaseLength = MsgDuration(milliseconds: max(60_000, options.longestDeadline.milliseconds * Int64(options.batchSize) * 2))
-        let planner = DestinationPlanner(DestinationPlanner.Setup(
-            book: book, clock: clock, leaseLength: leaseLength, lessons: notes.lessons, own: notes.inFlight,
-            room: maxPerKey.map { ($0, notes.perKey) }, attempted: attempted, faults: faults), scan: scan)
-        let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
-        notes.lessons = []
-        for (key, s) in planner.knownStates { notes.known[key] = s }
-        scan = planner.scan
-        scan.advance(to: result.position)
-        if result.reachedEnd { scan.readToEnd() }
-        if result.reachedEnd || result.taken.isEmpty {
-            scan.nextDue = options.ignoreDue ? nil : try store.nextDue(options.statuses, after: now)
-        }
-        let found = planner.found
-        var round = Round(notices: found.notices, events: found.events, damaged: found.damaged)
-        for line in store.takeNotices() { round.notices.append(line) }
-        for r in result.taken {
-            if remember { attempted.insert(r.message.id) }
-            if r.message.status == .dead {
-                round.expired.append(r)
-                continue
-            }
-            let key = options.rules.key.of(r.message)
-            notes.took(r.message.id, key: key)
-            round.taken.append(Claimed(record: r, original: found.originals[r.message.id] ?? r, key: key,
-                                       probe: found.probes.contains(r.message.id)))
-        }
-        if !result.taken.isEmpty { faults.pass(.afterSending, count: result.taken.count) }
-        return round
-    }
-
-    /// Starts the scan again where it must (``ClaimScan/restart(token:at:)``): from
-    /// the first message, or, when only other processes' commits happened and the
-    /// store says where they changed the queue (``ChangeFloors``), from there; and
-    /// from the first message a destination whose hold the run's own outcome ended
-    /// left behind (``ClaimScan/releaseFreed()``).
-    private func restartScan(_ scan: inout ClaimScan, token: UInt64?, now: Timestamp) throws(MsgError) {
-        switch scan.restart(token: token, at: now) {
-        case .goOn:
-            if !scan.releaseFreed() { scan.rewind() }
-        case .fromFirst: scan.rewind()
-        case .changedElsewhere:
-            guard scan.releaseFreed(), let floors, let mark = scan.floorMark else {
-                scan.rewind()
-                break
-            }
-            let change = try floors.changeFloor(since: mark)
-            switch change.floor {
-            case .none: break
-            case .from(let position): if !scan.rewind(before: position) { scan.rewind() }
-            case .all: scan.rewind()
-            }
-            scan.floorMark = change.mark
-        }
-        // The mark from which the next change elsewhere is asked about: read before
-        // this claim reads the queue, so what commits after it is asked about then.
-        if let floors, scan.floorMark == nil { scan.floorMark = try floors.changeFloor(since: nil).mark }
-    }
-
-    /// Stores the lessons still pending (the run's last outcomes) in a claim of nothing.
-    /// - Returns: that claim's round: its lines for stderr and its events.
-    func storeLessons(_ notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Round {
-        guard !notes.lessons.isEmpty else { return Round() }
-        return try claim(limit: 0, notes: &notes, scan: &scan)
     }
 
     /// Whether the run took `id` (for the ids it was given).

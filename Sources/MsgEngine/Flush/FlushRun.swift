@@ -1,15 +1,16 @@
 import MsgKit
 
 /// The life of one `flush` or `retry` run as a state machine (PostgresNIO's
-/// `ConnectionStateMachine` is the model): the run's shell (``Flusher``) asks it
-/// what to do next (``next(now:stopAsked:)``), does that against the store and the
-/// delivery workers, and tells it what came of it (``claimed(taken:expired:)``,
-/// ``received(_:)``, ``withdrew(_:)``, ``timedOut()``). It touches no store, no
-/// thread and no clock of its own, so each rule is tested alone.
-///
-/// Where the claims are in the queue (``scan``) is a field of it: the shell lends
-/// it to each claim and to the owner of each outcome, and the next run of a
-/// `flush --watch` starts from the one this run leaves.
+/// `ConnectionStateMachine` is the model): events in, actions out. It owns the
+/// run's state (where the claims are in the queue, ``scan``; what is in flight and
+/// what the outcomes taught, ``notes``; which destinations are cautious) and makes
+/// every decision of the run; its shell (``Flusher``) asks what to do next
+/// (``next(now:stopAsked:)``), does that against the store and the delivery
+/// workers, and tells it what came of it: a claim (``claimed(_:)``), a slice's
+/// outcomes recorded (``recorded(_:applied:now:)``, which answers with the
+/// ``Effect``s to carry out), messages withdrawn (``withdrew(_:)``), no outcome in
+/// time (``timedOut()``), the store back after an outage (``storeCameBack()``). It
+/// touches no store, no thread and no clock of its own, so each rule is tested alone.
 ///
 /// The rules: claim a batch while fewer than a batch are pending (at most the
 /// run's pace and its limit); when nothing more is due and nothing is pending, wait
@@ -39,8 +40,9 @@ package struct FlushRun: Sendable {
     let maxPending: Int
     /// The longest the run waits for a destination before it ends.
     let maxWait: MsgDuration
-    /// At most this many messages a period for the whole run (`retry --pace`).
-    let pace: Rate?
+    /// At most this many messages a period for the whole run (`retry --pace`): the
+    /// rate, its tokens, and when the next one comes when the last claim was cut short.
+    private var pace: (rate: Rate?, bucket: DestinationState, wake: Timestamp?)
 
     /// Messages the run may still take (its limit).
     package private(set) var remaining: Int
@@ -51,19 +53,24 @@ package struct FlushRun: Sendable {
     /// Whether a claim may find something now (something changed since the last
     /// one that found nothing).
     private var claimAgain = true
-    /// The pace's tokens, and when the next one comes when the last claim was cut short.
-    private var bucket = DestinationState()
-    private var paceWake: Timestamp?
     /// Where the claims are in the queue, and the destinations held.
     package var scan: ClaimScan
+    /// What is in flight, what the outcomes taught, the states as the run knows
+    /// them, which destinations are cautious.
+    package internal(set) var notes: RunNotes
+    /// The run's rules per destination.
+    let book: DestinationBook
 
-    package init(batchSize: Int, limit: Int?, maxWait: MsgDuration, pace: Rate?, scan: ClaimScan = ClaimScan()) {
+    package init(batchSize: Int, limit: Int?, maxWait: MsgDuration, pace: Rate?, scan: ClaimScan = ClaimScan(),
+                 rules: DeliveryRules = DeliveryRules(), countsPerKey: Bool = false) {
         self.scan = scan
+        notes = RunNotes(countsPerKey: countsPerKey)
+        book = DestinationBook(rules: rules)
         self.batchSize = batchSize
         maxPending = batchSize * 2
         remaining = limit ?? Int.max
         self.maxWait = maxWait
-        self.pace = pace
+        self.pace = (pace, DestinationState(), nil)
     }
 
     /// What to do now. `stopAsked`: a stop request, or the transport found
@@ -81,7 +88,7 @@ package struct FlushRun: Sendable {
             claimAgain = false
         }
         if pending == 0 {
-            if !stopping, remaining > 0, let until = paceWake {
+            if !stopping, remaining > 0, let until = pace.wake {
                 claimAgain = true
                 return .wait(until: until)
             }
@@ -91,7 +98,7 @@ package struct FlushRun: Sendable {
             return .wait(until: until)
         }
         // With a destination to wait for, outcomes are awaited only until then.
-        return .receive(until: stopping ? nil : [scanWake, paceWake].compactMap { $0 }.min())
+        return .receive(until: stopping ? nil : [scanWake, pace.wake].compactMap { $0 }.min())
     }
 
     /// A claim took `taken` messages to send and found `expired` past their expiry
@@ -103,7 +110,7 @@ package struct FlushRun: Sendable {
         } else {
             // Nothing more is due: no claim until something changes, no token to wait for.
             claimAgain = false
-            paceWake = nil
+            pace.wake = nil
         }
     }
 
@@ -126,14 +133,14 @@ package struct FlushRun: Sendable {
     }
 
     /// How many of `want` messages the run's pace lets go at `now`, taking their
-    /// tokens; when fewer, ``paceWake`` is when the next token comes. A token the
+    /// tokens; when fewer, the pace's `wake` is when the next token comes. A token the
     /// claim does not use is lost, so the pace is never passed.
     private mutating func paced(_ want: Int, now: Timestamp) -> Int {
-        guard let pace else { return want }
-        paceWake = nil
+        guard let rate = pace.rate else { return want }
+        pace.wake = nil
         for taken in 0..<want {
-            if let next = bucket.takeToken(now: now, rate: pace) {
-                paceWake = next
+            if let next = pace.bucket.takeToken(now: now, rate: rate) {
+                pace.wake = next
                 return taken
             }
         }

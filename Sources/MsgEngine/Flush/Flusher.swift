@@ -171,7 +171,8 @@ public final class Flusher {
             _ = try ScanHint.adopt(text, into: &scan, now: started, floors: hints)
         }
         let claimer = Claimer(store: store, options: options, faults: faults, clock: clock, outage: outage)
-        var machine = FlushRun(batchSize: options.batchSize, limit: options.limit, maxWait: options.maxWait, pace: options.pace, scan: scan)
+        var machine = FlushRun(batchSize: options.batchSize, limit: options.limit, maxWait: options.maxWait, pace: options.pace, scan: scan,
+                               rules: options.rules, countsPerKey: claimer.maxPerKey != nil)
         // A run that ends early leaves a scan this one cannot vouch for.
         scan = ClaimScan()
         let desk = OutcomeDesk(store: store, rules: options.rules, faults: faults, clock: clock, writer: writer,
@@ -190,9 +191,9 @@ public final class Flusher {
         defer { dispatcher.close() }
         var summary = Summary()
         if countingMessages { summary.left = MessagesLeft() }
-        var notes = RunNotes(countsPerKey: claimer.maxPerKey != nil)
-        while try step(&machine, &notes, claimer, desk, dispatcher, misconfigured, into: &summary) {}
-        try end(claimer, desk, &notes, &machine, started: started, misconfigured, into: &summary)
+        let shell = Shell(claimer: claimer, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
+        while try step(&machine, shell, into: &summary) {}
+        try end(&machine, shell, started: started, into: &summary)
         scan = machine.scan
         if let line = unmatched?.line(store) { reporter.say(line) }
         return summary
@@ -212,45 +213,66 @@ public final class Flusher {
         return lanes
     }
 
+    /// What carries out a run's actions: the claim, the outcomes' desk, the
+    /// delivery workers, the first misconfiguration a worker met.
+    private struct Shell {
+        let claimer: Claimer
+        let desk: OutcomeDesk
+        let dispatcher: Dispatcher
+        let misconfigured: FirstError
+    }
+
     /// Does what the run's state machine says next, and tells it what came of it.
     /// - Returns: false when the run is over.
-    private func step(_ machine: inout FlushRun, _ notes: inout RunNotes, _ claimer: Claimer, _ desk: OutcomeDesk,
-                      _ dispatcher: Dispatcher, _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) -> Bool {
-        switch machine.next(now: clock(), stopAsked: stop.reason != nil || misconfigured.error != nil) {
+    private func step(_ machine: inout FlushRun, _ shell: Shell, into summary: inout Summary) throws(MsgError) -> Bool {
+        switch machine.next(now: clock(), stopAsked: stop.reason != nil || shell.misconfigured.error != nil) {
         case .withdrawAll:
-            let back = dispatcher.withdrawAll()
-            machine.withdrew(back.count)
-            summary.released += try desk.putBack(back, notes: &notes, scan: &machine.scan)
+            let back = shell.dispatcher.withdrawAll()
+            machine.withdrew(back)
+            summary.released += try shell.desk.putBack(back)
         case .claim(let limit):
-            let round = try claimer.claim(limit: limit, notes: &notes, scan: &machine.scan)
-            say(round, into: &summary)
+            let round = try claim(limit, &machine, shell.claimer, into: &summary)
             summary.damaged += round.damaged
-            desk.expired(round.expired, into: &summary)
-            machine.claimed(taken: round.taken.count, expired: round.expired.count)
+            shell.desk.expired(round.expired, into: &summary)
             unmatched?.saw(round.taken)
-            dispatcher.add(round.taken)
+            shell.dispatcher.add(round.taken)
         case .wait(let until):
             waitUntil(until)
         case .receive(let until):
-            guard let outcome = dispatcher.receive(milliseconds: until.map { $0.milliseconds - clock().milliseconds }) else {
+            guard let outcome = shell.dispatcher.receive(milliseconds: until.map { $0.milliseconds - clock().milliseconds }) else {
                 machine.timedOut()
                 return true
             }
-            machine.received(outcome.changes.count)
-            let withdrawn = try desk.settle(outcome, dispatcher, notes: &notes, scan: &machine.scan, into: &summary)
-            machine.withdrew(withdrawn)
+            try shell.desk.settle(outcome, shell.dispatcher, run: &machine, into: &summary)
         case .finish:
             return false
         }
         return true
     }
 
+    /// One claim as the run's state machine has it: the scan started again where it
+    /// says (asking the store about other processes' commits), the claim, and after
+    /// an outage the messages it left `sending` and never handed out put back.
+    private func claim(_ limit: Int, _ machine: inout FlushRun, _ claimer: Claimer, into summary: inout Summary) throws(MsgError) -> Claimer.Round {
+        let floors = store.capabilities.floors
+        var start = machine.claimStarts(token: try store.changeToken(), now: clock(), floors: floors != nil)
+        while case .askFloor(let since) = start, let floors {
+            start = machine.floorAnswered(try floors.changeFloor(since: since), since: since)
+        }
+        let round = machine.claimFindsNothing(limit) ? Claimer.Round()
+            : try claimer.claim(limit: limit, notes: machine.notes, scan: machine.scan)
+        machine.claimed(round)
+        if claimer.outageEnded() { try claimer.putBackOrphans(own: machine.storeCameBack()) }
+        say(round, into: &summary)
+        return round
+    }
+
     /// The end of a run: its lessons stored, where the next run starts, what held
     /// messages back, the scan's hint, the given ids not taken.
-    private func end(_ claimer: Claimer, _ desk: OutcomeDesk, _ notes: inout RunNotes, _ machine: inout FlushRun, started: Timestamp,
-                     _ misconfigured: FirstError, into summary: inout Summary) throws(MsgError) {
-        // What the last outcomes taught goes into the store now, not at the next run.
-        say(try claimer.storeLessons(&notes, scan: &machine.scan), into: &summary)
+    private func end(_ machine: inout FlushRun, _ shell: Shell, started: Timestamp, into summary: inout Summary) throws(MsgError) {
+        // What the last outcomes taught goes into the store now, not at the next run:
+        // a claim of nothing.
+        if !machine.notes.lessons.isEmpty { _ = try claim(0, &machine, shell.claimer, into: &summary) }
         // The scan is kept for the next run (`flush --watch`: a run a second, and one
         // a change), which goes on where this one stopped and starts again from the
         // first message only when a hold may have ended, another process changed the
@@ -259,11 +281,11 @@ public final class Flusher {
         // due since this run started (a retry's time, set by its outcomes) may lie
         // behind the scan: its time is one that starts it again.
         if !options.ignoreDue, let due = try store.nextDue(options.statuses, after: Timestamp(milliseconds: started.milliseconds - 1)) {
-            machine.scan.nextDue = min(machine.scan.nextDue ?? due, due)
+            machine.becomesDue(due)
         }
-        try summarize(claimer, machine.scan, remaining: machine.remaining, into: &summary)
-        if let error = desk.outputError { throw error }
-        summary.misconfigured = misconfigured.error
+        try summarize(shell.claimer, machine.scan, remaining: machine.remaining, into: &summary)
+        if let error = shell.desk.outputError { throw error }
+        summary.misconfigured = shell.misconfigured.error
         summary.stopped = stop.reason
         if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, !machine.scan.holds.held.values.contains(where: \.freed),
            summary.misconfigured == nil, summary.stopped == nil, let mark = machine.scan.floorMark {
@@ -276,7 +298,7 @@ public final class Flusher {
             do { try hints.saveScanHint(kind, ScanHint.text(machine.scan, mark: mark)) } catch {}
         }
         if let targets = options.targets {
-            summary.notTaken = targets.filter { !claimer.took($0) }
+            summary.notTaken = targets.filter { !shell.claimer.took($0) }
         }
     }
 

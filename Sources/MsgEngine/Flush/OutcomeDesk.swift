@@ -3,18 +3,13 @@
 #endif
 import MsgKit
 
-/// The one place an outcome is handled (Postfix's `qmgr_deliver_update()` is the
-/// model: one function takes a delivery's status and does all it means).
-///
-/// For each slice the workers hand back (``settle(_:_:notes:into:)``) it records the
-/// outcomes in one commit (compare-and-set: written again after an outage, an
-/// outcome is never recorded twice), frees each destination, or holds one whose
-/// breaker opened or that asked for a pause and puts back untouched what waits for
-/// it, sets each destination's caution, re-arms the scan behind what went back,
-/// notes what the outcomes teach for the next claim (``RunNotes``), counts, and
-/// prints and emits what the run says of them. A stop's put-back
-/// (``putBack(_:notes:)``) and the messages a claim found expired
-/// (``expired(_:into:)``) come here too. No other unit writes an outcome.
+/// The one place an outcome is written and said. It records a slice's outcomes in
+/// one commit (``settle(_:_:run:into:)``; compare-and-set: written again after an
+/// outage, an outcome is never recorded twice) and carries out what the run's state
+/// machine decided of them (``FlushRun/recorded(_:applied:now:)``); it puts back
+/// exactly as they were the messages a run takes back (``putBack(_:)``); it counts,
+/// prints and emits each outcome, and the messages a claim found expired
+/// (``expired(_:into:)``). It decides nothing; no other unit writes an outcome.
 ///
 /// Printing: when standard output fails (closed: EPIPE, as SIGPIPE is ignored
 /// while flushing; or any other error, kept in ``outputError`` and thrown at the
@@ -34,10 +29,6 @@ package final class OutcomeDesk {
     private let stop: StopRequest
     /// The first error writing to standard output other than its being closed.
     package private(set) var outputError: MsgError?
-    /// Destinations failing lately, handed out one message at a time (so that a
-    /// breaker sees each outcome); kept here too, so that a success costs the
-    /// scheduler's lock only when one is.
-    private var cautious: Set<String> = []
 
     package init(store: any Store, rules: DeliveryRules, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp,
          writer: NDJSONWriter, reporter: Reporter, events: EventSink?, outcomeLog: OutcomeLog?, stop: StopRequest) {
@@ -52,78 +43,63 @@ package final class OutcomeDesk {
         self.stop = stop
     }
 
-    /// One slice's outcomes, recorded and all they mean done; `notes` and `scan` are
-    /// the run's, lent.
-    /// - Returns: how many messages waiting for a worker were taken back (a breaker
-    ///   opened, a destination asked for a pause) and put back as they were.
-    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: some WaitingMessages, notes: inout RunNotes, scan: inout ClaimScan,
-                        into summary: inout Flusher.Summary) throws(MsgError) -> Int {
+    /// One slice's outcomes: recorded in one commit, the run told which applied
+    /// (``FlushRun/recorded(_:applied:now:)``), and what it answers carried out:
+    /// each message told, destinations' caution set, what waits for a destination
+    /// held taken back from `scheduler` and put back, the workers let go on.
+    package func settle(_ o: Dispatcher.Outcomes, _ scheduler: some WaitingMessages, run: inout FlushRun,
+                        into summary: inout Flusher.Summary) throws(MsgError) {
         let applied = try store.update(o.changes)
         faults.pass(.afterSent, count: o.changes.count)
+        let effects = run.recorded(o, applied: applied, now: clock())
+        tell(o, effects.compactMap { if case .tell(let i, let verdict) = $0 { (i, verdict) } else { nil } }, into: &summary)
+        for effect in effects {
+            switch effect {
+            case .tell: break
+            case .caution(let key, let on): scheduler.setCautious(key, on)
+            case .withdraw(let key):
+                let back = scheduler.withdraw(key)
+                run.withdrew(back)
+                _ = try putBack(back)
+            case .done(let keys): scheduler.done(keys)
+            }
+        }
+    }
+
+    /// Counts, prints and tells what the run decided of a recorded slice's messages
+    /// (its ``FlushRun/Effect/tell(_:_:)`` effects).
+    private func tell(_ o: Dispatcher.Outcomes, _ verdicts: [(Int, FlushRun.Verdict)], into summary: inout Flusher.Summary) {
+        guard !verdicts.isEmpty else { return }
         writer.flushEveryLine = false
         let now = clock()
-        for (i, (change, ok)) in zip(o.changes, applied).enumerated() {
-            let item = o.items[i]
-            let status = change.record.message.status
-            // Put back as it was (not attempted): due again, behind the scan.
-            if ok && o.outcomes[i] == nil && status != .dead { scan.putBehind(item.key) }
-            release(item, &notes, &scan)
-            guard ok else { continue }
-            guard let outcome = o.outcomes[i] else {
-                if status == .dead {
-                    died(change.record, destination: item.key, now: now, into: &summary)  // expired before its turn
-                } else {
-                    summary.released += 1  // put back as it was: nothing to print
-                }
-                continue
-            }
-            learn(outcome, of: item, now: now, notes: &notes)
-            if case .failed = outcome {
-                if cautious.insert(item.key).inserted { scheduler.setCautious(item.key, true) }
-            } else if !cautious.isEmpty, !o.failedKeys.contains(item.key), cautious.remove(item.key) != nil {
-                scheduler.setCautious(item.key, false)
-            }
-            switch status {
-            case .sent, .delivered:
-                summary.sent += 1
-                summary.settle(change.record.message.id, failing: false)
-                said(change.record, destination: item.key, now: now)
+        for (i, verdict) in verdicts {
+            let r = o.changes[i].record
+            let key = o.items[i].key
+            switch verdict {
+            case .released:
+                summary.released += 1
             case .dead:
-                died(change.record, destination: item.key, now: now, into: &summary)
-            default:
+                died(r, destination: key, now: now, into: &summary)
+            case .sent:
+                summary.sent += 1
+                summary.settle(r.message.id, failing: false)
+                said(r, destination: key, now: now)
+            case .deferred:
                 summary.deferred += 1
-                summary.settle(change.record.message.id, failing: true)
-                summary.lastFailure = change.record.message.lastError
-                said(change.record, destination: item.key, now: now)
+                summary.settle(r.message.id, failing: true)
+                summary.lastFailure = r.message.lastError
+                said(r, destination: key, now: now)
             }
         }
         writeOut { () throws(MsgError) in try writer.finish() }
-        // A destination whose breaker opened or that asked for a pause: what waits
-        // for it goes back to the queue untouched.
-        var withdrawn = 0
-        for key in o.failedKeys where holds(key, notes, &scan) {
-            let back = scheduler.withdraw(key)
-            withdrawn += back.count
-            _ = try putBack(back, notes: &notes, scan: &scan)
-        }
-        scheduler.done(o.failedKeys)
-        return withdrawn
     }
 
     /// Puts claimed messages back exactly as they were before their claim (a stop,
     /// a destination held).
     /// - Returns: how many were put back.
-    package func putBack(_ items: [Claimer.Claimed], notes: inout RunNotes, scan: inout ClaimScan) throws(MsgError) -> Int {
+    package func putBack(_ items: [Claimer.Claimed]) throws(MsgError) -> Int {
         guard !items.isEmpty else { return 0 }
-        let applied = try store.update(items.map { Change($0.original, expected: .sending) })
-        // Queued again where the scan has been: what a breaker or a pause puts back
-        // is held in the scan until its time (a wake that starts it again); what a
-        // stop puts back ends the run.
-        for item in items {
-            scan.putBehind(item.key)
-            release(item, &notes, &scan)
-        }
-        return applied.filter { $0 }.count
+        return try store.update(items.map { Change($0.original, expected: .sending) }).filter { $0 }.count
     }
 
     /// The messages a claim found expired (stored dead by the claim): counted,
@@ -134,39 +110,6 @@ package final class OutcomeDesk {
         let now = clock()
         for r in records { died(r, destination: book.rules.key.of(r.message), now: now, into: &summary) }
         writeOut { () throws(MsgError) in try writer.finish() }
-    }
-
-    /// A message's outcome (or put-back) is recorded: no longer in flight, and its
-    /// destination free in the scan (a hold that ends by itself, a pause or a
-    /// cool-down, is woken by its time).
-    private func release(_ item: Claimer.Claimed, _ notes: inout RunNotes, _ scan: inout ClaimScan) {
-        notes.settled(item.record.message.id, key: item.key)
-        scan.free(item.key)
-    }
-
-    /// Notes what an outcome says about its destination: for the store at the next
-    /// claim, and for this run at once.
-    private func learn(_ outcome: DeliveryOutcome, of c: Claimer.Claimed, now: Timestamp, notes: inout RunNotes) {
-        // With every message its own destination there is nothing to learn; nor from a
-        // success at a destination with nothing to forget (the common case, kept cheap).
-        if book.rules.key == .id { return }
-        if case .delivered = outcome, !c.probe, notes.known.isEmpty || (notes.known[c.key]?.isEmpty ?? true) { return }
-        let book = self.book.of(c.key)
-        for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
-            notes.lessons.append((c.key, lesson))
-            var s = notes.known[c.key] ?? DestinationState()
-            _ = book.learn(lesson, into: &s, key: c.key, now: now)
-            notes.known[c.key] = s
-        }
-    }
-
-    /// Whether what waits for `key` must go back untouched: its breaker opened or it
-    /// asked for a pause. Then the scan holds it too, until the hold ends.
-    private func holds(_ key: String, _ notes: RunNotes, _ scan: inout ClaimScan) -> Bool {
-        guard let s = notes.known[key] else { return false }
-        guard case .hold(let hold) = book.of(key).verdict(s, busy: false, probeInFlight: false, now: clock()), hold.putsBack else { return false }
-        scan.hold(key, hold, counting: false)
-        return true
     }
 
     /// A message made dead (its attempts spent, a permanent failure, its expiry):

@@ -5,9 +5,8 @@ import MsgKit
 /// is bounded), the lessons its outcomes taught that the next claim stores, and
 /// the destination states as the run knows them.
 ///
-/// A value the run's shell (``Flusher``) keeps and lends: a claim (``Claimer``)
-/// reads it and notes what it took; the owner of an outcome (``OutcomeDesk``)
-/// notes what came back. Neither holds the other's state.
+/// A value of the run's state machine (``FlushRun``), which alone changes it: a
+/// claim (``Claimer``) is given a copy to read.
 package struct RunNotes {
     /// Claimed and not yet recorded.
     package private(set) var inFlight: Set<String> = []
@@ -17,6 +16,10 @@ package struct RunNotes {
     package var lessons: [(key: String, lesson: DestinationBook.Lesson)] = []
     /// The states as this run knows them.
     package var known: [String: DestinationState] = [:]
+    /// Destinations failing lately, handed out one message at a time (so that a
+    /// breaker sees each outcome); kept here too, so that a success costs the
+    /// scheduler's lock only when one is.
+    package var cautious: Set<String> = []
     /// Whether ``perKey`` is kept (several workers: ``Claimer/maxPerKey``).
     package let countsPerKey: Bool
 
