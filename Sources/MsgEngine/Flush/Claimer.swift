@@ -55,6 +55,12 @@ package final class Claimer {
     let faults: FaultPoints
     let clock: @Sendable () -> Timestamp
 
+    /// How long what a claim takes is leased for: long enough for every attempt of
+    /// two batches at the run's longest deadline, and at least a minute.
+    private let leaseLength: MsgDuration
+    /// Who holds the leases: this host and process (``Owner``).
+    private let owner = (host: Owner.host, pid: getpid())
+
     /// Retry takes each message once per run.
     private var attempted: Set<String> = []
     private let remember: Bool
@@ -70,6 +76,7 @@ package final class Claimer {
         outagesSeen = outage?.ended ?? 0
         self.book = DestinationBook(rules: options.rules)
         self.options = options
+        leaseLength = MsgDuration(milliseconds: max(60_000, options.longestDeadline.milliseconds * Int64(options.batchSize) * 2))
         self.faults = faults
         self.clock = clock
         // Only when `failed` is taken (retry), or ids are given, could one run pick a
@@ -89,10 +96,9 @@ package final class Claimer {
         let now = clock()
         var query = Query(statuses: options.statuses, dueBy: options.ignoreDue ? nil : now)
         if let targets = options.targets { query.ids = Set(targets) }
-        let leaseLength = MsgDuration(milliseconds: max(60_000, options.longestDeadline.milliseconds * Int64(options.batchSize) * 2))
         let planner = DestinationPlanner(DestinationPlanner.Setup(
             book: book, clock: clock, leaseLength: leaseLength, lessons: notes.lessons, own: notes.inFlight,
-            room: maxPerKey.map { ($0, notes.perKey) }, attempted: attempted, faults: faults), scan: scan)
+            room: maxPerKey.map { ($0, notes.perKey) }, attempted: attempted, faults: faults, owner: owner), scan: scan)
         let result = try store.claim(ClaimRequest(query: query, limit: limit, after: scan.position, chunk: max(64, min(limit, 1024))), planner)
         var next = planner.scan
         next.advance(to: result.position)

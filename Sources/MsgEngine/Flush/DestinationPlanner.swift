@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import MsgKit
 
 /// The flush's side of a claim (``ClaimPlanner``), decided inside the store's
@@ -8,10 +11,17 @@ import MsgKit
 package final class DestinationPlanner: ClaimPlanner {
     /// What every attempt of the claim is made with.
     package struct Setup {
+        /// A lease of what a claim at `now` takes.
+        func lease(_ now: Timestamp) -> Message.Lease {
+            Message.Lease(host: owner.host, pid: owner.pid, until: now.adding(leaseLength))
+        }
+
         let book: DestinationBook
         let clock: () -> Timestamp
         /// How long what a claim takes is leased for, from the claim's time.
         let leaseLength: MsgDuration
+        /// Who holds the lease: this host and process (``Owner``).
+        let owner: (host: String, pid: Int32)
         let lessons: [(key: String, lesson: DestinationBook.Lesson)]
         /// Ids this process has in flight (claimed and not yet recorded).
         let own: Set<String>
@@ -24,8 +34,10 @@ package final class DestinationPlanner: ClaimPlanner {
 
         package init(book: DestinationBook, clock: @escaping () -> Timestamp, leaseLength: MsgDuration,
                      lessons: [(key: String, lesson: DestinationBook.Lesson)], own: Set<String>,
-                     room: (most: Int, inFlight: [String: Int])?, attempted: Set<String>, faults: FaultPoints) {
+                     room: (most: Int, inFlight: [String: Int])?, attempted: Set<String>, faults: FaultPoints,
+                     owner: (host: String, pid: Int32) = (Owner.host, getpid())) {
             self.book = book
+            self.owner = owner
             self.clock = clock
             self.leaseLength = leaseLength
             self.lessons = lessons
@@ -94,7 +106,7 @@ package final class DestinationPlanner: ClaimPlanner {
         start = scan
         self.scan = scan
         now = setup.clock()
-        lease = Owner.lease(now: now, duration: setup.leaseLength)
+        lease = setup.lease(now)
     }
 
     private var book: DestinationBook { setup.book }
@@ -110,7 +122,7 @@ package final class DestinationPlanner: ClaimPlanner {
         reading = Reading()
         found = Found()
         now = setup.clock()
-        lease = Owner.lease(now: now, duration: setup.leaseLength)
+        lease = setup.lease(now)
         // With every message its own destination there is no order to keep.
         grants = rules.key == .id ? nil : session.locks.map { Grants(locks: $0) }
         reading.hasStates = !lessons.isEmpty

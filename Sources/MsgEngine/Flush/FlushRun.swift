@@ -57,7 +57,7 @@ package struct FlushRun: Sendable {
     package var scan: ClaimScan
     /// What is in flight, what the outcomes taught, the states as the run knows
     /// them, which destinations are cautious.
-    package internal(set) var notes: RunNotes
+    package private(set) var notes: RunNotes
     /// The run's rules per destination.
     let book: DestinationBook
 
@@ -145,5 +145,212 @@ package struct FlushRun: Sendable {
             }
         }
         return want
+    }
+}
+
+/// What a run decides around its claims, as events in and actions out: where the
+/// scan starts again before a claim (``FlushRun/claimStarts(token:now:floors:)``,
+/// with the store's answers about other processes' commits), what a claim gave
+/// (``FlushRun/claimed(_:)``), and the store back after an outage
+/// (``FlushRun/storeCameBack()``).
+extension FlushRun {
+    /// What the shell does before a claim reads the queue.
+    package enum ScanStart: Equatable, Sendable {
+        /// Claim from the scan as it is.
+        case ready
+        /// Ask the store how far back the commits since this mark wrote (nil: only
+        /// its mark now) and tell the run (``FlushRun/floorAnswered(_:since:)``).
+        case askFloor(since: Int64?)
+    }
+
+    /// A claim is about to read the queue; `token` is the store's change token now,
+    /// `floors` whether the store says where commits changed the queue
+    /// (``ChangeFloors``). The scan starts again where it must
+    /// (``ClaimScan/restart(token:at:)``): from the first message when a time came;
+    /// when only other processes committed, from where their commits changed the
+    /// queue (the store is asked); and from the first message a destination whose
+    /// hold the run's own outcome ended left behind (``ClaimScan/releaseFreed()``).
+    package mutating func claimStarts(token: UInt64?, now: Timestamp, floors: Bool) -> ScanStart {
+        let restart = scan.restart(token: token, at: now)
+        scan.token = token
+        switch restart {
+        case .goOn:
+            if !scan.releaseFreed() { scan.rewind() }
+        case .fromFirst:
+            scan.rewind()
+        case .changedElsewhere:
+            if scan.releaseFreed(), floors, let mark = scan.floorMark { return .askFloor(since: mark) }
+            scan.rewind()
+        }
+        // The mark from which the next change elsewhere is asked about: read before
+        // this claim reads the queue, so what commits after it is asked about then.
+        return floors && scan.floorMark == nil ? .askFloor(since: nil) : .ready
+    }
+
+    /// The store's answer to ``ScanStart/askFloor(since:)``: the scan goes back to
+    /// just before the lowest message the commits since `since` wrote (from the
+    /// first when they may have changed anything, or a hold to release has no
+    /// first message on record), and asks from the store's mark now next time.
+    package mutating func floorAnswered(_ change: ChangeFloor, since: Int64?) -> ScanStart {
+        if since != nil {
+            switch change.floor {
+            case .none: break
+            case .from(let position): if !scan.rewind(before: position) { scan.rewind() }
+            case .all: scan.rewind()
+            }
+        }
+        scan.floorMark = change.mark
+        return .ready
+    }
+
+    /// Whether a claim of `limit` can find nothing the last claim did not find (its
+    /// scan read to the end since it last started again) and has no lessons to store.
+    package func claimFindsNothing(_ limit: Int) -> Bool {
+        scan.exhausted && notes.lessons.isEmpty && limit > 0
+    }
+
+    /// A claim committed: its scan is the run's, the lessons it stored are gone from
+    /// the notes and the states it read are known; what it took is in flight.
+    package mutating func claimed(_ round: Claimer.Round) {
+        if let claimedScan = round.scan { scan = claimedScan }
+        notes.lessons.removeFirst(min(round.lessonsStored, notes.lessons.count))
+        for (key, s) in round.known { notes.known[key] = s }
+        for c in round.taken { notes.took(c.record.message.id, key: c.key) }
+        claimed(taken: round.taken.count, expired: round.expired.count)
+    }
+
+    /// A message the run's statuses take becomes due at `time` (one whose retry
+    /// time this run's outcomes set may lie behind the scan): that time starts the
+    /// scan again.
+    package mutating func becomesDue(_ time: Timestamp) {
+        scan.nextDue = min(scan.nextDue ?? time, time)
+    }
+
+    /// The store came back after an outage: a claim whose commit reached it while
+    /// its answer was lost may have left messages `sending` under this process's
+    /// lease that were never handed out; the shell puts back those not among the
+    /// returned ids (the run's own in flight). They are queued again behind the
+    /// scan, so it starts again to find them.
+    package mutating func storeCameBack() -> Set<String> {
+        scan.rewind()
+        return notes.inFlight
+    }
+}
+
+/// What a run decides of its outcomes (Postfix's `qmgr_deliver_update()` is the
+/// model: one function takes a delivery's status and decides all it means), as
+/// events in and effects out: the shell records a slice (``OutcomeDesk``), tells
+/// the run which changes applied (``FlushRun/recorded(_:applied:now:)``), and
+/// carries out what it answers.
+extension FlushRun {
+    /// What the run says of one message of a recorded slice.
+    package enum Verdict: Equatable, Sendable {
+        /// Recorded sent (or delivered).
+        case sent
+        /// Recorded failed, to be tried again.
+        case deferred
+        /// Recorded dead (its attempts spent, a permanent failure, its expiry).
+        case dead
+        /// Put back as it was, not attempted: counted, not printed.
+        case released
+    }
+
+    /// What the shell carries out after a slice is recorded, in order.
+    package enum Effect: Equatable, Sendable {
+        /// Counts, prints and tells the slice's message at this index.
+        case tell(Int, Verdict)
+        /// The destination's messages go to the workers one at a time (true) or in
+        /// slices again (false).
+        case caution(String, Bool)
+        /// Takes back what waits for a worker for this destination (its breaker
+        /// opened, it asked for a pause), puts it back as it was and tells the run
+        /// (``FlushRun/withdrew(_:)``).
+        case withdraw(String)
+        /// The workers may go on with these destinations (those that failed).
+        case done(Set<String>)
+    }
+
+    /// A slice's outcomes are recorded; `applied` says which changes the store took
+    /// (compare-and-set: an outcome written again after an outage is never recorded
+    /// twice). Each message is no longer in flight and its destination free in the
+    /// scan; one put back as it was goes behind the scan; what an outcome teaches is
+    /// noted for the next claim; a failure makes its destination cautious and a
+    /// success ends that; a destination whose breaker opened or that asked for a
+    /// pause is held in the scan, and what waits for it is withdrawn.
+    package mutating func recorded(_ o: Dispatcher.Outcomes, applied: [Bool], now: Timestamp) -> [Effect] {
+        received(o.changes.count)
+        var effects: [Effect] = []
+        for (i, (change, ok)) in zip(o.changes, applied).enumerated() {
+            let item = o.items[i]
+            let status = change.record.message.status
+            // Put back as it was (not attempted): due again, behind the scan.
+            if ok && o.outcomes[i] == nil && status != .dead { scan.putBehind(item.key) }
+            release(item)
+            guard ok else { continue }
+            guard let outcome = o.outcomes[i] else {
+                // Expired before its turn, or put back as it was.
+                effects.append(.tell(i, status == .dead ? .dead : .released))
+                continue
+            }
+            learn(outcome, of: item, now: now)
+            if case .failed = outcome {
+                if notes.cautious.insert(item.key).inserted { effects.append(.caution(item.key, true)) }
+            } else if !notes.cautious.isEmpty, !o.failedKeys.contains(item.key), notes.cautious.remove(item.key) != nil {
+                effects.append(.caution(item.key, false))
+            }
+            switch status {
+            case .sent, .delivered: effects.append(.tell(i, .sent))
+            case .dead: effects.append(.tell(i, .dead))
+            default: effects.append(.tell(i, .deferred))
+            }
+        }
+        for key in o.failedKeys.sorted() where holds(key, now: now) { effects.append(.withdraw(key)) }
+        if !o.failedKeys.isEmpty { effects.append(.done(o.failedKeys)) }
+        return effects
+    }
+
+    /// Claimed messages were taken back from the workers (a stop, a destination
+    /// held) to be put back exactly as they were: no longer pending nor in flight,
+    /// and behind the scan (what a breaker or a pause puts back is held in the scan
+    /// until its time; what a stop puts back ends the run).
+    package mutating func withdrew(_ items: [Claimer.Claimed]) {
+        withdrew(items.count)
+        for item in items {
+            scan.putBehind(item.key)
+            release(item)
+        }
+    }
+
+    /// A message's outcome (or put-back) is recorded: no longer in flight, and its
+    /// destination free in the scan (a hold that ends by itself, a pause or a
+    /// cool-down, is woken by its time).
+    private mutating func release(_ item: Claimer.Claimed) {
+        notes.settled(item.record.message.id, key: item.key)
+        scan.free(item.key)
+    }
+
+    /// Notes what an outcome says about its destination: for the store at the next
+    /// claim, and for this run at once.
+    private mutating func learn(_ outcome: DeliveryOutcome, of c: Claimer.Claimed, now: Timestamp) {
+        // With every message its own destination there is nothing to learn; nor from a
+        // success at a destination with nothing to forget (the common case, kept cheap).
+        if book.rules.key == .id { return }
+        if case .delivered = outcome, !c.probe, notes.known.isEmpty || (notes.known[c.key]?.isEmpty ?? true) { return }
+        let book = self.book.of(c.key)
+        for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
+            notes.lessons.append((c.key, lesson))
+            var s = notes.known[c.key] ?? DestinationState()
+            _ = book.learn(lesson, into: &s, key: c.key, now: now)
+            notes.known[c.key] = s
+        }
+    }
+
+    /// Whether what waits for `key` must go back untouched: its breaker opened or it
+    /// asked for a pause. Then the scan holds it too, until the hold ends.
+    private mutating func holds(_ key: String, now: Timestamp) -> Bool {
+        guard let s = notes.known[key] else { return false }
+        guard case .hold(let hold) = book.of(key).verdict(s, busy: false, probeInFlight: false, now: now), hold.putsBack else { return false }
+        scan.hold(key, hold, counting: false)
+        return true
     }
 }

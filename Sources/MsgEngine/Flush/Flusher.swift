@@ -233,7 +233,7 @@ public final class Flusher {
         case .claim(let limit):
             let round = try claim(limit, &machine, shell.claimer, into: &summary)
             summary.damaged += round.damaged
-            shell.desk.expired(round.expired, into: &summary)
+            if !round.expired.isEmpty { shell.desk.expired(round.expired, into: &summary) }
             unmatched?.saw(round.taken)
             shell.dispatcher.add(round.taken)
         case .wait(let until):
