@@ -323,3 +323,18 @@ import Testing
         #expect(r.pending == 2, "what is in flight stays so")
     }
 }
+
+extension FlushRunOutcomeTests {
+    @Test func aScanIsLeftForTheNextRunOnlyByARunThatCanVouchForIt() throws {
+        var r = walked()
+        #expect(r.hintMark(endedEarly: false) == 7, "the mark of the scan's last look")
+        #expect(r.hintMark(endedEarly: true) == nil, "stopped or misconfigured")
+        let items = try claim(1, to: "k", into: &r)
+        r.scan.hold("k", .busy, from: position(3), own: true)
+        _ = recorded(try slice(items, [Self.delivered]), &r)
+        #expect(r.hintMark(endedEarly: false) == nil, "its own outcome freed a hold not yet released")
+        #expect(!r.hasLessons)
+        _ = recorded(try slice(try claim(1, to: "j", from: 1, into: &r), [Self.failure]), &r)
+        #expect(r.hasLessons, "a failure's lesson waits for a claim of nothing")
+    }
+}

@@ -219,6 +219,22 @@ extension FlushRun {
         claimed(taken: round.taken.count, expired: round.expired.count)
     }
 
+    /// Whether lessons of the run's outcomes wait to be stored (at its end, a claim
+    /// of nothing stores them).
+    package var hasLessons: Bool { !notes.lessons.isEmpty }
+
+    /// The mark under which the run's scan is left for the next run of another
+    /// process (``ScanHint``), or nil: a run that ended early (stopped,
+    /// misconfigured) or whose own outcomes freed a hold not yet released cannot
+    /// vouch for its scan. The mark is the one of the scan's last look: the scan
+    /// accounts for every commit up to it, and the commits after it, this run's own
+    /// outcomes included (a `retry --now` leaves failed messages behind its scan,
+    /// for the next run), are the next run's floor.
+    package func hintMark(endedEarly: Bool) -> Int64? {
+        guard !endedEarly, !scan.holds.held.values.contains(where: \.freed) else { return nil }
+        return scan.floorMark
+    }
+
     /// A message the run's statuses take becomes due at `time` (one whose retry
     /// time this run's outcomes set may lie behind the scan): that time starts the
     /// scan again.

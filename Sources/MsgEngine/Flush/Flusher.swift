@@ -272,7 +272,7 @@ public final class Flusher {
     private func end(_ machine: inout FlushRun, _ shell: Shell, started: Timestamp, into summary: inout Summary) throws(MsgError) {
         // What the last outcomes taught goes into the store now, not at the next run:
         // a claim of nothing.
-        if !machine.notes.lessons.isEmpty { _ = try claim(0, &machine, shell.claimer, into: &summary) }
+        if machine.hasLessons { _ = try claim(0, &machine, shell.claimer, into: &summary) }
         // The scan is kept for the next run (`flush --watch`: a run a second, and one
         // a change), which goes on where this one stopped and starts again from the
         // first message only when a hold may have ended, another process changed the
@@ -287,14 +287,10 @@ public final class Flusher {
         if let error = shell.desk.outputError { throw error }
         summary.misconfigured = shell.misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors, !machine.scan.holds.held.values.contains(where: \.freed),
-           summary.misconfigured == nil, summary.stopped == nil, let mark = machine.scan.floorMark {
+        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors,
+           let mark = machine.hintMark(endedEarly: summary.misconfigured != nil || summary.stopped != nil) {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
-            // and is no reason to fail a run whose every outcome is stored. It names
-            // the mark as of the scan's last look: the scan accounts for every commit
-            // up to it, and the commits after it, this run's own outcomes included
-            // (a `retry --now` leaves failed messages behind its scan, for the next
-            // run), are the next run's floor.
+            // and is no reason to fail a run whose every outcome is stored.
             do { try hints.saveScanHint(kind, ScanHint.text(machine.scan, mark: mark)) } catch {}
         }
         if let targets = options.targets {
