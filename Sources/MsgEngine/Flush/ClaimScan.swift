@@ -12,10 +12,10 @@ import MsgKit
 /// becoming due. When only another process changed the queue, and the store says
 /// where (``ChangeFloors``), it goes back only that far (``rewind(before:)``).
 ///
-/// A value: the run's state machine (``FlushRun``) keeps it and lends it to a
-/// claim and to the owner of an outcome in turn; a claim's planner works on a copy
-/// and gives it back only when the claim commits, so a claim made again after a
-/// store outage starts from the scan as it was.
+/// A value of the run's state machine (``FlushRun``), which alone changes it: a
+/// claim's planner works on a copy, which the run takes back only when the claim
+/// commits, so a claim made again after a store outage starts from the scan as it
+/// was.
 package struct ClaimScan: Sendable {
     package init() {}
 
@@ -169,7 +169,7 @@ package struct ClaimScan: Sendable {
 }
 
 /// The destinations a claim scan (``ClaimScan``) holds, with why, what each left
-/// behind and how it ends: a value, lent with the scan.
+/// behind and how it ends: a value, part of the scan.
 package struct ScanHolds: Sendable {
     package init() {}
 

@@ -236,7 +236,7 @@ package final class LaneSchedulers: WaitingMessages, Sendable {
 }
 
 /// What settling a slice's outcomes asks of the messages waiting for a worker
-/// (``OutcomeDesk/settle(_:_:notes:scan:into:)``): the run's ``Dispatcher``, or its
+/// (``OutcomeDesk/settle(_:_:run:into:)``): the run's ``Dispatcher``, or its
 /// schedulers alone (a test's).
 package protocol WaitingMessages: AnyObject {
     /// Takes back what waits for `key`.
