@@ -79,7 +79,7 @@ final class SQLiteClaimSession: ClaimSession {
         out.reserveCapacity(rows.count)
         for (row, r) in zip(rows, records) {
             guard let status = Status(rawValue: row.status) else { continue }
-            store.rowids[row.id] = row.rid
+            store.rowids[RowKey(row.id)] = row.rid
             out.append(ClaimRow(record: r, status: status))
         }
         return out

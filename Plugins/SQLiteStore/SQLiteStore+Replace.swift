@@ -21,7 +21,7 @@ extension SQLiteStore {
         let m = r.message
         let new = m.status
         // Kept while the record is in flight: its outcome is stored by the same rowid.
-        let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[m.id] : rowids.removeValue(forKey: m.id))
+        let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[RowKey(m.id)] : rowids.removeValue(forKey: RowKey(m.id)))
         let waiting: (Status) -> Bool = { $0 == .queued || $0 == .failed || $0 == .held }
         var shape = 0
         if StoredColumns.isOpen(expected) != StoredColumns.isOpen(new) { shape |= 1 }

@@ -246,7 +246,7 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     var updateStatements: [SQLiteStatement?] = Array(repeating: nil, count: 17)
 
     /// Rowids of records this handle read in claims, by id, for ``replace(_:expected:prep:)``.
-    var rowids: [String: Int64] = [:]
+    var rowids: [RowKey: Int64] = [:]
     /// The contents kept apart (``SQLitePayloads``) of the records this handle put in
     /// flight, by rowid: their outcome writes none again.
     var contents: [Int64: [UInt8]] = [:]
