@@ -12,11 +12,6 @@ public enum Owner {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
-    /// A lease for this process, ending after `duration`.
-    public static func lease(now: Timestamp, duration: MsgDuration) -> Message.Lease {
-        Message.Lease(host: host, pid: getpid(), until: now.adding(duration))
-    }
-
     /// Whether the lease's owner may still be working: its lease has not ended and,
     /// when it is on this host, its process exists. A process on another host is
     /// trusted until its lease ends.

@@ -2,8 +2,8 @@ import MsgKit
 
 /// What a run notes between its claims and its outcomes: the messages it has in
 /// flight (and how many per destination, when a destination's share of the run
-/// is bounded), the lessons its outcomes taught that the next claim stores, and
-/// the destination states as the run knows them.
+/// is bounded), the lessons its outcomes taught that the next claim stores, the
+/// destination states as the run knows them, and the destinations it made cautious.
 ///
 /// A value of the run's state machine (``FlushRun``), which alone changes it: a
 /// claim (``Claimer``) is given a copy to read.
