@@ -11,7 +11,7 @@ import Testing
 /// that decides it: a slice's outcomes in, and out what the store holds, what was
 /// printed, what the run notes, what the scan holds and what the scheduler gives.
 /// No `Flusher`, no delivery thread, no transport; a JSON store in a temporary
-/// directory. The decisions alone are ``FlushRunOutcomeTests``'.
+/// directory. The decisions alone are tested in ``FlushRunOutcomeTests``.
 @Suite struct OutcomeDeskTests {
     let now = Fixtures.t0.adding(.seconds(10))
 
@@ -122,14 +122,14 @@ import Testing
         let failure = DeliveryOutcome.failed(MsgError(.timeout, "slow"), retryAfter: nil)
         var summary = Flusher.Summary()
         try b.desk.settle(Dispatcher.Outcomes(items: first, changes: [try b.change(first[0], failure, at: now)], outcomes: [failure],
-                                                  failedKeys: ["k"]), b.scheduler, run: &b.run, into: &summary)
+                                              failedKeys: ["k"]), b.scheduler, run: &b.run, into: &summary)
         let next = try b.claimed(3, to: "k", from: 1)
         b.scheduler.add(next)
         // A take that would wait is never asked for: what is left is known first.
         try #require(b.keys.take(size: 10, parallelism: 1)?.count == 1, "cautious: one at a time")
         let ok = DeliveryOutcome.delivered(confirmed: false)
         try b.desk.settle(Dispatcher.Outcomes(items: [next[0]], changes: [try b.change(next[0], ok, at: now)], outcomes: [ok],
-                                                  failedKeys: []), b.scheduler, run: &b.run, into: &summary)
+                                              failedKeys: []), b.scheduler, run: &b.run, into: &summary)
         #expect(b.keys.take(size: 10, parallelism: 1)?.count == 2, "recovered: the rest at once")
     }
 
