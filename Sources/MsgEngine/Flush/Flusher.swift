@@ -191,7 +191,7 @@ public final class Flusher {
         defer { dispatcher.close() }
         var summary = Summary()
         if countingMessages { summary.left = MessagesLeft() }
-        let shell = Shell(claimer: claimer, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
+        let shell = Shell(claimer: claimer, floors: store.capabilities.floors, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
         while try step(&machine, shell, into: &summary) {}
         try end(&machine, shell, started: started, into: &summary)
         scan = machine.scan
@@ -213,10 +213,12 @@ public final class Flusher {
         return lanes
     }
 
-    /// What carries out a run's actions: the claim, the outcomes' desk, the
-    /// delivery workers, the first misconfiguration a worker met.
+    /// What carries out a run's actions: the claim, the store's floors (read once a
+    /// run), the outcomes' desk, the delivery workers, the first misconfiguration a
+    /// worker met.
     private struct Shell {
         let claimer: Claimer
+        let floors: (any ChangeFloors)?
         let desk: OutcomeDesk
         let dispatcher: Dispatcher
         let misconfigured: FirstError
@@ -231,7 +233,7 @@ public final class Flusher {
             machine.withdrew(back)
             summary.released += try shell.desk.putBack(back)
         case .claim(let limit):
-            let round = try claim(limit, &machine, shell.claimer, into: &summary)
+            let round = try claim(limit, &machine, shell, into: &summary)
             summary.damaged += round.damaged
             if !round.expired.isEmpty { shell.desk.expired(round.expired, into: &summary) }
             unmatched?.saw(round.taken)
@@ -253,16 +255,15 @@ public final class Flusher {
     /// One claim as the run's state machine has it: the scan started again where it
     /// says (asking the store about other processes' commits), the claim, and after
     /// an outage the messages it left `sending` and never handed out put back.
-    private func claim(_ limit: Int, _ machine: inout FlushRun, _ claimer: Claimer, into summary: inout Summary) throws(MsgError) -> Claimer.Round {
-        let floors = store.capabilities.floors
-        var start = machine.claimStarts(token: try store.changeToken(), now: clock(), floors: floors != nil)
-        while case .askFloor(let since) = start, let floors {
+    private func claim(_ limit: Int, _ machine: inout FlushRun, _ shell: Shell, into summary: inout Summary) throws(MsgError) -> Claimer.Round {
+        var start = machine.claimStarts(token: try store.changeToken(), now: clock(), floors: shell.floors != nil)
+        while case .askFloor(let since) = start, let floors = shell.floors {
             start = machine.floorAnswered(try floors.changeFloor(since: since), since: since)
         }
         let round = machine.claimFindsNothing(limit) ? Claimer.Round()
-            : try claimer.claim(limit: limit, notes: machine.notes, scan: machine.scan)
+            : try shell.claimer.claim(limit: limit, notes: machine.notes, scan: machine.scan)
         machine.claimed(round)
-        if claimer.outageEnded() { try claimer.putBackOrphans(own: machine.storeCameBack()) }
+        if shell.claimer.outageEnded() { try shell.claimer.putBackOrphans(own: machine.storeCameBack()) }
         say(round, into: &summary)
         return round
     }
@@ -272,7 +273,7 @@ public final class Flusher {
     private func end(_ machine: inout FlushRun, _ shell: Shell, started: Timestamp, into summary: inout Summary) throws(MsgError) {
         // What the last outcomes taught goes into the store now, not at the next run:
         // a claim of nothing.
-        if machine.hasLessons { _ = try claim(0, &machine, shell.claimer, into: &summary) }
+        if machine.hasLessons { _ = try claim(0, &machine, shell, into: &summary) }
         // The scan is kept for the next run (`flush --watch`: a run a second, and one
         // a change), which goes on where this one stopped and starts again from the
         // first message only when a hold may have ended, another process changed the
@@ -287,7 +288,7 @@ public final class Flusher {
         if let error = shell.desk.outputError { throw error }
         summary.misconfigured = shell.misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = store.capabilities.floors,
+        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = shell.floors,
            let mark = machine.hintMark(endedEarly: summary.misconfigured != nil || summary.stopped != nil) {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
             // and is no reason to fail a run whose every outcome is stored.
