@@ -17,7 +17,8 @@ import MsgKit
 /// all the same and nothing is left `sending`.
 package final class OutcomeDesk {
     private let store: any Store
-    private let book: DestinationBook
+    /// What names a message's destination (for what the desk says of it).
+    private let key: DestinationKey
     private let faults: FaultPoints
     private let clock: @Sendable () -> Timestamp
     private let writer: NDJSONWriter
@@ -33,7 +34,7 @@ package final class OutcomeDesk {
     package init(store: any Store, rules: DeliveryRules, faults: FaultPoints, clock: @escaping @Sendable () -> Timestamp,
          writer: NDJSONWriter, reporter: Reporter, events: EventSink?, outcomeLog: OutcomeLog?, stop: StopRequest) {
         self.store = store
-        book = DestinationBook(rules: rules)
+        key = rules.key
         self.faults = faults
         self.clock = clock
         self.writer = writer
@@ -108,7 +109,7 @@ package final class OutcomeDesk {
         guard !records.isEmpty else { return }
         writer.flushEveryLine = false
         let now = clock()
-        for r in records { died(r, destination: book.rules.key.of(r.message), now: now, into: &summary) }
+        for r in records { died(r, destination: key.of(r.message), now: now, into: &summary) }
         writeOut { () throws(MsgError) in try writer.finish() }
     }
 
