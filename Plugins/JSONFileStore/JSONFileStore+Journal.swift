@@ -3,73 +3,61 @@
 #endif
 import MsgKit
 
-/// Counts, floors and the ledger, each read from the journal lines (``StoreState``,
-/// ``JSONLedger``), as the file's lines left them in memory.
-extension JSONFileStore: StoreCounting, ChangeFloors {
-    /// The fold, with the records not yet due and in flight by recipient and the
-    /// oldest due one, read from the records in memory; nil when the counts are not
-    /// whole (a change written by hand or by an older msg, until the next write).
-    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {
+/// The commit journal as the file's lines left it in memory (``StoreState``,
+/// ``JSONLedger``), from which MsgKit makes the counts, floors, hints and ledger
+/// (``JournalStore``).
+extension JSONFileStore: JournalStore {
+    /// Nil when the counts are not whole (a change written by hand or by an older
+    /// msg, until the next write).
+    public func journalFold<R>(_ body: (CommitFold?) throws(MsgError) -> R) throws(MsgError) -> R {
         try read()
-        guard let fold = state.fold else { return nil }
-        var notYetDue: [String: Int] = [:], inFlight: [String: Int] = [:]
-        var oldest: Timestamp?
-        for m in state.records.values {
-            switch m.status {
-            case .queued, .failed:
-                if let due = m.dueAt, due > now {
-                    notYetDue[m.to, default: 0] += 1
-                } else if !excluded.contains(m.to), oldest.map({ m.createdAt < $0 }) ?? true {
-                    oldest = m.createdAt
-                }
-            case .sending: inFlight[m.to, default: 0] += 1
-            default: break
-            }
-        }
-        return StoreCounts(tally: fold.tally, notYetDue: notYetDue, inFlight: inFlight, oldestDue: oldest)
+        return try body(state.fold)
     }
 
-    public func created(after times: [Timestamp]) throws(MsgError) -> [String: [Int]]? {
+    /// From the records in memory.
+    public func openCounts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> OpenCounts {
         try read()
-        guard let fold = state.fold else { return nil }
-        return fold.created(after: times, now: .now()) { t in
-            let end = Timestamp(milliseconds: (CreatedMinute.minute(of: t) + 1) * 60_000)
-            var out: [String: Int] = [:]
-            for m in state.records.values where m.createdAt > t && m.createdAt < end { out[m.status.rawValue, default: 0] += 1 }
-            return out
-        }
+        var open = OpenCounts()
+        for m in state.records.values { open.add(m, now: now, excluding: excluded) }
+        return open
+    }
+
+    public func createdCounts(after start: Timestamp, before end: Timestamp) throws(MsgError) -> [String: Int] {
+        try read()
+        var out: [String: Int] = [:]
+        for m in state.records.values where m.createdAt > start && m.createdAt < end { out[m.status.rawValue, default: 0] += 1 }
+        return out
     }
 
     /// The mark is the number of the last commit read; a mark from before the
-    /// floors kept (a compaction since, or one older than the last 4,096 to 8,192 commits) gets `all`.
-    public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
+    /// floors kept (a compaction since, or one older than the last 4,096 to 8,192
+    /// commits) gets nil: anything may have changed.
+    public func journalFloors(since mark: Int64?, limit: Int) throws(MsgError) -> (mark: Int64, floors: [CommitEffects.Floor?]?) {
         try read()
         let newest = state.seq
-        guard let mark, mark >= state.floorsFrom, mark <= newest else { return ChangeFloor(mark: newest, floor: .all) }
-        return CommitFold.floor(since: mark, newest: newest, state.floors[Int(mark - state.floorsFrom)...])
+        guard let mark, mark >= state.floorsFrom, mark <= newest, newest - mark <= Int64(limit) else { return (newest, nil) }
+        return (newest, Array(state.floors[Int(mark - state.floorsFrom)...]))
     }
 
-    public func scanHint(_ kind: String) throws(MsgError) -> String? {
+    public func kept(_ name: String) throws(MsgError) -> [UInt8]? {
         try read()
-        return state.kept["hint:" + kind].map { String(decoding: $0, as: UTF8.self) }
+        return state.kept[name]
     }
 
-    /// A line of its own, not a commit: no journal line, and not synced (a hint may be lost).
-    public func saveScanHint(_ kind: String, _ hint: String) throws(MsgError) {
+    /// A line of its own, not a commit: no journal line, and not synced (a value may be lost).
+    public func keep(_ name: String, _ value: [UInt8]) throws(MsgError) {
         try writable()
         try lock(LOCK_EX)
         defer { flock(lockFD, LOCK_UN) }
         try refresh(writer: true)
-        let kept = JSONLedger.Entry(leaves: [], kept: JSONLedger.Kept(name: "hint:" + kind, value: Array(hint.utf8)))
+        let kept = JSONLedger.Entry(leaves: [], kept: JSONLedger.Kept(name: name, value: value))
         var w = JSONWriter()
         JSONLedger.write(kept, to: &w)
         try append(w.bytes, sync: false)
         try state.applyWritten([.ledger(kept)])
         state.lines += 1
     }
-}
 
-extension JSONFileStore: LedgerStore {
     /// Under the shared lock, on the state read once: every call in `body` reads it.
     public func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R {
         if inSnapshot { return try body() }
@@ -107,13 +95,6 @@ extension JSONFileStore: LedgerStore {
             if !more { return }
             first = end
         }
-    }
-
-    public func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])? {
-        let ledger = try ledger()
-        guard index >= 0, index < ledger.count else { return nil }
-        let first = index / Self.runLength * Self.runLength
-        return (first, Array(ledger.leaves(first..<min(first + Self.runLength, ledger.count))))
     }
 
     /// The stored messages in FIFO order, then the removed ones as they were removed.

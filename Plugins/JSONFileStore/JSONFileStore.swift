@@ -98,7 +98,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
 
     // MARK: Store
 
-    public var capabilities: StoreCapabilities { StoreCapabilities(counting: self, watching: self, floors: self, ledger: self, damagedFiles: self) }
+    public var capabilities: StoreCapabilities { StoreCapabilities(journal: self, watching: self, damagedFiles: self) }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         if records.isEmpty { return [] }

@@ -1,6 +1,6 @@
 import MsgKit
 
-/// The JSON store's ledger (msg-ledger(1), ``LedgerStore``), as its file's lines
+/// The JSON store's ledger (msg-ledger(1), ``JournalStore``), as its file's lines
 /// build it, held in memory with the queue.
 ///
 /// Each commit msg writes starts with its **journal line** (docs/DESIGN.md 6), a

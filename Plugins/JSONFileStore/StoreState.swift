@@ -19,7 +19,7 @@ struct StoreState {
     /// The number of the last commit read: each journal line is one, and so is each
     /// change read without one. A `fold` kept line sets it to the fold's mark.
     private(set) var seq: Int64 = 0
-    /// The floors of the commits after number ``floorsFrom`` (``ChangeFloors``), at most 8,192 (4,096 dropped at a time).
+    /// The floors of the commits after number ``floorsFrom`` (``JournalStore/journalFloors(since:limit:)``), at most 8,192 (4,096 dropped at a time).
     private(set) var floors: [CommitEffects.Floor?] = []
     private(set) var floorsFrom: Int64 = 0
     /// The values kept by name (`hint:KIND`) but the fold.

@@ -12,24 +12,20 @@ import MsgKit
 ///   after its mark; the commit that appends a 512th row, or this handle's 2 MiB of
 ///   row bytes since it last folded, folds them in;
 /// - the floors since a mark: the rows after it;
-/// - the ledger: the rows' leaves, numbered from `first` (``LedgerStore``). Each
+/// - the ledger: the rows' leaves, numbered from `first` (``JournalStore/ledgerRuns(from:_:)``). Each
 ///   message's row lists its leaves in `ledger` (numbers, space-separated) and keeps
 ///   `history_n` and `content_fp` (``RowLedger``), the facts the recorder chooses
 ///   the next change's leaves from; a removed message keeps its list in
 ///   `ledger_removed`.
 ///
 /// `kept` also holds, per kind of run, where the last one-shot run's claim scan
-/// stopped (`hint:<kind>`, ``ChangeFloors/saveScanHint(_:_:)``).
+/// stopped (`hint:<kind>`, ``JournalStore/saveScanHint(_:_:)``).
 enum SQLiteJournal {
     static let tables = """
         CREATE TABLE commits (seq INTEGER PRIMARY KEY, first INTEGER NOT NULL, count INTEGER NOT NULL, effects BLOB NOT NULL, leaves BLOB);
         CREATE INDEX commits_ledger ON commits(first) WHERE count > 0;
         CREATE TABLE kept (name TEXT NOT NULL PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
         """
-
-    /// How many rows after a mark ``SQLiteStore/changeFloor(since:)`` reads; a mark
-    /// further behind is told anything may have changed (as schema 9 kept 4,096 floors).
-    static let floorRows: Int64 = 4096
 
     /// Appends the commit's row, in the caller's transaction, its leaves numbered
     /// from `first` (the ledger's end, read when they were numbered), and folds

@@ -1,10 +1,16 @@
 import MsgKit
 
-/// Counts, floors and the ledger, each read from the commit journal (``SQLiteJournal``).
-extension SQLiteStore: StoreCounting, ChangeFloors, LedgerStore {
-    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {
-        try guarded { () throws(MsgError) -> StoreCounts? in
-            guard let fold = try db.consistent("reading the counts", { () throws(MsgError) in try SQLiteJournal.read(db) }) else { return nil }
+/// The commit journal (``SQLiteJournal``), from which MsgKit makes the counts,
+/// floors, hints and ledger (``JournalStore``).
+extension SQLiteStore: JournalStore {
+    public func journalFold<R>(_ body: (CommitFold?) throws(MsgError) -> R) throws(MsgError) -> R {
+        try guarded { () throws(MsgError) -> R in
+            try db.consistent("reading the counts") { () throws(MsgError) -> R in try body(try SQLiteJournal.read(db)) }
+        }
+    }
+
+    public func openCounts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> OpenCounts {
+        try guarded { () throws(MsgError) -> OpenCounts in
             let notYetDue = try countsBy("""
                 SELECT recipient, count(*) FROM messages INDEXED BY messages_due
                 WHERE due_at > ?1 AND status IN ('queued', 'failed') GROUP BY recipient
@@ -22,7 +28,7 @@ extension SQLiteStore: StoreCounting, ChangeFloors, LedgerStore {
             oldest.bind(2, SQLiteQuery.jsonArray(excluded.sorted()))
             defer { oldest.reset() }
             let oldestDue = try oldest.step("reading the oldest due message") ? Timestamp(milliseconds: oldest.int64(0)) : nil
-            return StoreCounts(tally: fold.tally, notYetDue: notYetDue, inFlight: inFlight, oldestDue: oldestDue)
+            return OpenCounts(notYetDue: notYetDue, inFlight: inFlight, oldestDue: oldestDue)
         }
     }
 
@@ -38,38 +44,31 @@ extension SQLiteStore: StoreCounting, ChangeFloors, LedgerStore {
         return out
     }
 
-    public func created(after times: [Timestamp]) throws(MsgError) -> [String: [Int]]? {
-        try guarded { () throws(MsgError) -> [String: [Int]]? in
-            // The fold and the minutes' partial counts in one snapshot.
-            try db.consistent("counting messages by age") { () throws(MsgError) -> [String: [Int]]? in
-                guard let fold = try SQLiteJournal.read(db) else { return nil }
-                let partial = try db.statement("""
-                    SELECT status, count(*) FROM messages INDEXED BY messages_fifo WHERE created_at > ?1 AND created_at < ?2 GROUP BY status
-                    """)
-                defer { partial.reset() }
-                return try fold.created(after: times, now: .now()) { (t) throws(MsgError) -> [String: Int] in
-                    partial.reset()
-                    partial.bind(1, t.milliseconds)
-                    partial.bind(2, (CreatedMinute.minute(of: t) + 1) * 60_000)
-                    var out: [String: Int] = [:]
-                    while try partial.step("counting messages by age") {
-                        out[String(decoding: partial.bytes(0), as: UTF8.self)] = Int(partial.int64(1))
-                    }
-                    return out
-                }
+    public func createdCounts(after start: Timestamp, before end: Timestamp) throws(MsgError) -> [String: Int] {
+        try guarded { () throws(MsgError) -> [String: Int] in
+            let s = try db.statement("""
+                SELECT status, count(*) FROM messages INDEXED BY messages_fifo WHERE created_at > ?1 AND created_at < ?2 GROUP BY status
+                """)
+            defer { s.reset() }
+            s.bind(1, start.milliseconds)
+            s.bind(2, end.milliseconds)
+            var out: [String: Int] = [:]
+            while try s.step("counting messages by age") {
+                out[String(decoding: s.bytes(0), as: UTF8.self)] = Int(s.int64(1))
             }
+            return out
         }
     }
 
-    // MARK: ChangeFloors
-
-    public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
-        try guarded { () throws(MsgError) -> ChangeFloor in
-            try db.consistent("reading where the queue changed") { () throws(MsgError) -> ChangeFloor in
+    public func journalFloors(since mark: Int64?, limit: Int) throws(MsgError) -> (mark: Int64, floors: [CommitEffects.Floor?]?) {
+        try guarded { () throws(MsgError) -> (mark: Int64, floors: [CommitEffects.Floor?]?) in
+            try db.consistent("reading where the queue changed") { () throws(MsgError) -> (mark: Int64, floors: [CommitEffects.Floor?]?) in
                 let newest = try SQLiteJournal.newest(db)
-                guard let mark, mark < newest else { return CommitFold.floor(since: mark, newest: newest, []) }
+                // No mark, or one ahead of this store (another file now at its path).
+                guard let mark, mark <= newest else { return (newest, nil) }
+                if mark == newest { return (newest, []) }
                 // Far behind: anything may have changed, without reading thousands of rows.
-                if newest - mark > SQLiteJournal.floorRows { return ChangeFloor(mark: newest, floor: .all) }
+                if newest - mark > Int64(limit) { return (newest, nil) }
                 let s = try db.statement("SELECT effects FROM commits WHERE seq > ?1 AND seq <= ?2")
                 defer { s.reset() }
                 s.bind(1, mark)
@@ -78,31 +77,31 @@ extension SQLiteStore: StoreCounting, ChangeFloors, LedgerStore {
                 while try s.step("reading where the queue changed") {
                     floors.append(CommitEffects.floor(ofJournal: UnsafeRawBufferPointer(s.bytes(0))))
                 }
-                return CommitFold.floor(since: mark, newest: newest, floors)
+                return (newest, floors)
             }
         }
     }
 
-    public func scanHint(_ kind: String) throws(MsgError) -> String? {
-        try guarded { () throws(MsgError) -> String? in
+    public func kept(_ name: String) throws(MsgError) -> [UInt8]? {
+        try guarded { () throws(MsgError) -> [UInt8]? in
             let s = try db.statement("SELECT value FROM kept WHERE name = ?1")
-            s.bind(1, "hint:" + kind)
+            s.bind(1, name)
             defer { s.reset() }
-            guard try s.step("reading where the last claim stopped") else { return nil }
-            return String(decoding: s.bytes(0), as: UTF8.self)
+            guard try s.step("reading a value kept beside the journal") else { return nil }
+            return Array(s.bytes(0))
         }
     }
 
     /// In a transaction of its own, not ``counted(_:_:)``: no journal row.
-    public func saveScanHint(_ kind: String, _ hint: String) throws(MsgError) {
+    public func keep(_ name: String, _ value: [UInt8]) throws(MsgError) {
         try guarded { () throws(MsgError) in
-            try db.transaction("noting where the claim stopped") { () throws(MsgError) in
-                try SQLiteJournal.keep("hint:" + kind, Array(hint.utf8), db)
+            try db.transaction("keeping a value beside the journal") { () throws(MsgError) in
+                try SQLiteJournal.keep(name, value, db)
             }
         }
     }
 
-    // MARK: LedgerStore
+    // MARK: The ledger
 
     /// Not ``guarded(_:)`` itself: the reads in `body` are, and a damaged file is
     /// reported once.
@@ -125,16 +124,6 @@ extension SQLiteStore: StoreCounting, ChangeFloors, LedgerStore {
             while try s.step("reading the ledger") {
                 if try !body(Int(s.int64(0)), UnsafeRawBufferPointer(s.bytes(1))) { break }
             }
-        }
-    }
-
-    public func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])? {
-        try guarded { () throws(MsgError) -> (first: Int, bytes: [UInt8])? in
-            let s = try db.statement("SELECT first, count, leaves FROM commits WHERE count > 0 AND first <= ?1 ORDER BY first DESC LIMIT 1")
-            s.bind(1, Int64(index))
-            defer { s.reset() }
-            guard try s.step("reading the ledger"), Int(s.int64(0) + s.int64(1)) > index else { return nil }
-            return (Int(s.int64(0)), Array(s.bytes(2)))
         }
     }
 

@@ -52,7 +52,7 @@ public final class SQLiteStore: Store, ChangeWatching, TextListing, DueIndex {
     // MARK: Store
 
     public var capabilities: StoreCapabilities {
-        StoreCapabilities(counting: self, watching: self, floors: self, ledger: self, textListing: self, dueIndex: self, damagedFiles: self)
+        StoreCapabilities(journal: self, watching: self, textListing: self, dueIndex: self, damagedFiles: self)
     }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {

@@ -116,9 +116,9 @@ struct LedgerVerifyCommand: SessionCommand {
 }
 
 /// The store, as one that keeps a ledger.
-func ledgerStore(_ session: Session) throws(MsgError) -> any LedgerStore {
+func ledgerStore(_ session: Session) throws(MsgError) -> any JournalStore {
     let store = try session.store(.read)
-    guard let ledger = store.capabilities.ledger else {
+    guard let ledger = store.capabilities.journal else {
         throw MsgError(.config, "store \(session.settings.store) keeps no ledger (the sqlite:, json: and postgres: stores do)")
     }
     return ledger

@@ -8,7 +8,7 @@ import Synchronization
 import Testing
 
 /// A store that notes where each claim starts reading (``ClaimSession/candidates(_:after:skipping:limit:)``),
-/// with or without saying where commits changed the queue (``ChangeFloors``), and
+/// with or without saying where commits changed the queue (``JournalStore/changeFloor(since:)``), and
 /// giving the messages of held destinations too.
 /// Where claims started reading, in order.
 final class Starts: Sendable {
@@ -21,10 +21,10 @@ class StartNotingStore: ForwardingStore {
     override func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try inner.claimSession { (session) throws(MsgError) -> R in try body(StartNotingSession(session, starts)) }
     }
-    /// The inner store's, but for where commits changed the queue.
+    /// The inner store's, but for its journal (where commits changed the queue).
     override var capabilities: StoreCapabilities {
         var c = inner.capabilities
-        c.floors = nil
+        c.journal = nil
         return c
     }
 
@@ -33,7 +33,7 @@ class StartNotingStore: ForwardingStore {
 }
 
 final class FloorNotingStore: StartNotingStore {
-    /// The inner store's, floors too.
+    /// The inner store's, its journal too.
     override var capabilities: StoreCapabilities { inner.capabilities }
 }
 
@@ -52,7 +52,7 @@ final class StartNotingSession: ForwardingClaimSession {
 }
 
 /// `flush --watch` keeps its scan from run to run. When another process commits, a
-/// store that says where (``ChangeFloors``) sends the scan back only that far, past
+/// store that says where (``JournalStore/changeFloor(since:)``) sends the scan back only that far, past
 /// what suspended destinations hold, and every message is still found in order.
 @Suite struct ClaimScanTests {
     let loader = PluginLoader()

@@ -39,10 +39,10 @@ final class LockingStore: ForwardingStore {
         return r
     }
 
-    /// The inner store's counts, listings and due index; no floors, watching or ledger.
+    /// The inner store's listings and due index; no journal (counts, floors, ledger) or watching.
     override var capabilities: StoreCapabilities {
         let c = inner.capabilities
-        return StoreCapabilities(counting: c.counting, textListing: c.textListing, dueIndex: c.dueIndex)
+        return StoreCapabilities(textListing: c.textListing, dueIndex: c.dueIndex)
     }
     override func claimSession<R>(_ body: (any ClaimSession) throws(MsgError) -> R) throws(MsgError) -> R {
         try inner.claimSession { (session) throws(MsgError) -> R in try body(LockingSession(session, self)) }

@@ -21,7 +21,7 @@ import Testing
     }
 
     private func leaves(_ store: any Store) throws -> Int {
-        try #require(store.capabilities.ledger).ledgerSize()
+        try #require(store.capabilities.journal).ledgerSize()
     }
 
     /// Three records added in one call, then cut after any of their four lines or
@@ -105,7 +105,7 @@ import Testing
             close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600))
             try append(path, lines.flatMap { $0 })
             let store = try loader.openStore("json:\(path)", access: .read)
-            return (try store.count(Query(statuses: [.sending])), try leaves(store), try store.counts(now: .now(), excluding: [])?.tally.figures.count)
+            return (try store.count(Query(statuses: [.sending])), try leaves(store), try store.capabilities.journal?.counts(now: .now(), excluding: [])?.tally.figures.count)
         }
         let before = try read(lines[..<at]), cut = try read(lines[..<(at + kept)]), whole = try read(lines[..<(at + 4)])
         #expect(before.0 == 0 && whole.0 == 2, "the commit, a claim, puts two in flight: \(before) \(whole)")

@@ -78,7 +78,7 @@ import Testing
         let lines = try readFile(path).split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
         #expect(lines[3].hasPrefix(#"{"$ledger":"","kept":"fold","#) && lines[4].contains(#""commit":2,"#), "\(lines)")
         // The one added by hand is in no leaf: `msg ledger verify` names it.
-        let ledger = try #require(again.capabilities.ledger)
+        let ledger = try #require(again.capabilities.journal)
         var lists: [String: [Int]?] = [:]
         try ledger.ledgerMessages { (_, id, list) throws(MsgError) in lists[id] = list; return true }
         #expect(lists[Fixtures.message(2).id] == .some(nil) && lists[Fixtures.message(3).id]??.count == 1, "\(lists)")
@@ -100,14 +100,14 @@ import Testing
         try append(path, cut)
         let reader = try loader.openStore("json:\(path)", access: .read)
         #expect(try reader.count(Query()) == 2)
-        #expect(try reader.capabilities.ledger?.ledgerSize() == 2, "its leaves are not taken")
+        #expect(try reader.capabilities.journal?.ledgerSize() == 2, "its leaves are not taken")
         #expect(listDirectory(dir).filter { $0.contains(".torn-") }.isEmpty, "a reader changes nothing")
         _ = try loader.openStore("json:\(path)").add([Fixtures.message(4)])
         let kept = listDirectory(dir).filter { $0.hasPrefix("q.json.torn-") }
         #expect(kept.count == 1, "\(listDirectory(dir))")
         #expect(try kept.first.map { try readFile("\(dir)/\($0)") } == cut, "the cut bytes are kept as they were")
         let again = try loader.openStore("json:\(path)", access: .read)
-        let ledger = try #require(again.capabilities.ledger)
+        let ledger = try #require(again.capabilities.journal)
         var leaves = 0
         try ledger.ledgerRuns(from: 0) { (_, b) throws(MsgError) in
             var at = 0
@@ -134,7 +134,7 @@ import Testing
         close(open("\(dir)/b.json", O_WRONLY | O_CREAT, 0o600))
         try append("\(dir)/b.json", Array(spaced.utf8))
         func read(_ name: String) throws -> ([UInt8], [String]) {
-            let ledger = try #require(try loader.openStore("json:\(dir)/\(name)", access: .read).capabilities.ledger)
+            let ledger = try #require(try loader.openStore("json:\(dir)/\(name)", access: .read).capabilities.journal)
             var bytes: [UInt8] = [], lists: [String] = []
             try ledger.ledgerRuns(from: 0) { (_, b) throws(MsgError) in bytes += Array(b); return true }
             try ledger.ledgerMessages { (_, id, list) throws(MsgError) in lists.append("\(id) \(list ?? [])"); return true }
@@ -142,7 +142,7 @@ import Testing
         }
         let (a, b) = (try read("a.json"), try read("b.json"))
         #expect(a.0.count > 0 && a.0 == b.0 && a.1 == b.1 && a.1.count == 2)
-        let counts = try ["a.json", "b.json"].map { try loader.openStore("json:\(dir)/\($0)", access: .read).counts(now: .now(), excluding: [])?.tally }
+        let counts = try ["a.json", "b.json"].map { try loader.openStore("json:\(dir)/\($0)", access: .read).capabilities.journal?.counts(now: .now(), excluding: [])?.tally }
         #expect(counts[0] != nil && counts[0] == counts[1], "\(counts)")
     }
 
@@ -153,7 +153,7 @@ import Testing
         let store = try loader.openStore("json:\(path)")
         _ = try store.add((0..<30).map { Fixtures.message($0) })
         _ = try store.remove([Removal(id: Fixtures.message(0).id)])
-        let ledger = try #require(store.capabilities.ledger)
+        let ledger = try #require(store.capabilities.journal)
         func snapshot() throws -> (bytes: [UInt8], lists: [String], size: Int) {
             var bytes: [UInt8] = [], lists: [String] = []
             try ledger.ledgerRuns(from: 0) { (_, b) throws(MsgError) in bytes += Array(b); return true }
@@ -177,7 +177,7 @@ import Testing
         #expect(try readFile(path).filter { $0 == 0x0A }.count < linesBefore + 4 * 2 * 29 * 2, "the file was compacted")
         // Read afresh from the compacted file: the same ledger.
         before = after
-        let fresh = try #require(try loader.openStore("json:\(path)", access: .read).capabilities.ledger)
+        let fresh = try #require(try loader.openStore("json:\(path)", access: .read).capabilities.journal)
         var bytes: [UInt8] = []
         try fresh.ledgerRuns(from: 0) { (_, b) throws(MsgError) in bytes += Array(b); return true }
         var lists: [String] = []
@@ -195,11 +195,11 @@ import Testing
         close(open(path, O_WRONLY | O_CREAT, 0o600))
         try append(path, Array(old.utf8))
         let reader = try loader.openStore("json:\(path)", access: .read)
-        #expect(throws: MsgError.self) { try reader.capabilities.ledger?.ledgerSize() }
+        #expect(throws: MsgError.self) { try reader.capabilities.journal?.ledgerSize() }
         let writer = try loader.openStore("json:\(path)")
         _ = try writer.update([])  // no change: nothing is written
         _ = try writer.claimSession { _ in () }
-        let ledger = try #require(writer.capabilities.ledger)
+        let ledger = try #require(writer.capabilities.journal)
         #expect(try ledger.ledgerSize() == 1)
         let run = try #require(try ledger.ledgerRun(holding: 0))
         let began = try run.bytes.withUnsafeBytes { b in try #require(LedgerLeaf.read(b, at: 0)).leaf }

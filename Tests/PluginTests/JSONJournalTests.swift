@@ -37,16 +37,16 @@ import Testing
         try changes(json)
         try changes(sqlite)
         let now = Timestamp.now()
-        let want = try #require(try sqlite.counts(now: now, excluding: ["bob"]))
+        let want = try #require(try sqlite.capabilities.journal?.counts(now: now, excluding: ["bob"]))
         let fresh = try loader.openStore("json:\(dir)/q.json", access: .read)
         for store in [json, fresh] {
-            let got = try #require(try store.counts(now: now, excluding: ["bob"]))
+            let got = try #require(try store.capabilities.journal?.counts(now: now, excluding: ["bob"]))
             #expect(got == want)
         }
         #expect(want.tally.figures.contains { $0.key.kind == .deliveries && $0.value == 2 }, "the purged one's delivery is counted: \(want.tally)")
         #expect(want.notYetDue == ["ann": 1] && want.inFlight.isEmpty)
         let edges = [Fixtures.t0.adding(.seconds(3)), now.adding(.seconds(-3600))]
-        #expect(try fresh.capabilities.counting?.created(after: edges) == sqlite.capabilities.counting?.created(after: edges))
+        #expect(try fresh.capabilities.journal?.created(after: edges) == sqlite.capabilities.journal?.created(after: edges))
     }
 
     /// Each commit is one journal line; the floors since a mark are read from them:
@@ -54,13 +54,13 @@ import Testing
     @Test func aCommitIsOneJournalLineAndItsFloor() throws {
         let path = "\(temporaryDirectory())/q.json"
         let store = try loader.openStore("json:\(path)")
-        let floors = try #require(store.capabilities.floors)
+        let floors = try #require(store.capabilities.journal)
         let mark = try floors.changeFloor(since: nil).mark
         let first = Fixtures.message(1, createdOffset: 5)
         _ = try store.add([Fixtures.message(2, createdOffset: 9), first])
         let written = try lines(path)
         #expect(written.count == 3 && written[0].hasPrefix(#"{"$ledger":""#) && written[0].contains(#""commit":3,"effects":""#), "\(written)")
-        let reader = try #require(try loader.openStore("json:\(path)", access: .read).capabilities.floors)
+        let reader = try #require(try loader.openStore("json:\(path)", access: .read).capabilities.journal)
         for f in [floors, reader] {
             #expect(try f.changeFloor(since: mark) == ChangeFloor(mark: mark + 1, floor: .from(ClaimPosition(createdAt: first.createdAt, id: ""))))
         }
@@ -77,15 +77,15 @@ import Testing
         let path = "\(temporaryDirectory())/q.json"
         let store = try loader.openStore("json:\(path)")
         _ = try store.add([Fixtures.message(1)])
-        let mark = try #require(store.capabilities.floors).changeFloor(since: nil).mark
+        let mark = try #require(store.capabilities.journal).changeFloor(since: nil).mark
         try append(path, Array((Fixtures.message(2).jsonText() + "\n").utf8))
         let reader = try loader.openStore("json:\(path)", access: .read)
-        #expect(try reader.counts(now: .now(), excluding: []) == nil)
-        #expect(try reader.capabilities.floors?.changeFloor(since: mark).floor == .all)
+        #expect(try reader.capabilities.journal?.counts(now: .now(), excluding: []) == nil)
+        #expect(try reader.capabilities.journal?.changeFloor(since: mark).floor == .all)
         _ = try store.add([Fixtures.message(3)])
         let written = try lines(path)
         #expect(written.count == 6 && written[3].hasPrefix(#"{"$ledger":"","kept":"fold","value":""#), "\(written)")
-        let counts = try #require(try reader.counts(now: .now(), excluding: []))
+        let counts = try #require(try reader.capabilities.journal?.counts(now: .now(), excluding: []))
         #expect(counts.tally.figures[Tally.records(to: "bob", status: "queued")] == 3, "\(counts.tally)")
     }
 
@@ -94,10 +94,10 @@ import Testing
     @Test func compactionKeepsTheCountsHintsAndMarks() throws {
         let path = "\(temporaryDirectory())/q.json"
         let store = try loader.openStore("json:\(path)")
-        let floors = try #require(store.capabilities.floors)
+        let floors = try #require(store.capabilities.journal)
         _ = try store.add((0..<20).map { Fixtures.message($0) })
         try floors.saveScanHint("flush", "where it stopped")
-        let before = try #require(try store.counts(now: .now(), excluding: []))
+        let before = try #require(try store.capabilities.journal?.counts(now: .now(), excluding: []))
         let size = try readFile(path).count
         var last = try floors.changeFloor(since: nil).mark
         for round in 0..<3 {
@@ -111,10 +111,10 @@ import Testing
         #expect(try readFile(path).count < size * 3, "compacted")
         #expect(try lines(path).contains { $0.hasPrefix(#"{"$ledger":"","kept":"fold""#) }, "its counts kept")
         let fresh = try loader.openStore("json:\(path)", access: .read)
-        let after = try #require(try fresh.counts(now: .now(), excluding: []))
+        let after = try #require(try fresh.capabilities.journal?.counts(now: .now(), excluding: []))
         #expect(after.tally.figures[Tally.records(to: "bob", status: "held")] == 20 && before.tally.figures[Tally.records(to: "bob", status: "queued")] == 20)
-        #expect(try fresh.capabilities.floors?.scanHint("flush") == "where it stopped")
-        let reader = try #require(fresh.capabilities.floors)
+        #expect(try fresh.capabilities.journal?.scanHint("flush") == "where it stopped")
+        let reader = try #require(fresh.capabilities.journal)
         #expect(try reader.changeFloor(since: last) == ChangeFloor(mark: last, floor: .none), "the numbering goes on across it")
         _ = try store.add([Fixtures.message(30, createdOffset: 7)])
         #expect(try reader.changeFloor(since: last).floor == .from(ClaimPosition(createdAt: Fixtures.message(30, createdOffset: 7).createdAt, id: "")))

@@ -211,7 +211,7 @@ import Testing
         let dir = temporaryDirectory()
         let path = "\(dir)/q.sqlite"
         let opened = try loader.openStore("sqlite:\(path)")
-        let floors = try #require(opened.capabilities.floors)
+        let floors = try #require(opened.capabilities.journal)
         let query = { (sql: String) throws -> String in
             var out = try TestProcess.sh("sqlite3 '\(path)' \"\(sql)\"").text
             while out.last == "\n" { out.removeLast() }
@@ -238,7 +238,7 @@ import Testing
         let dir = temporaryDirectory()
         let path = "\(dir)/q.sqlite"
         let opened = try loader.openStore("sqlite:\(path)")
-        let floors = try #require(opened.capabilities.floors)
+        let floors = try #require(opened.capabilities.journal)
         _ = try opened.add([Fixtures.message(1)])
         let mark = try floors.changeFloor(since: nil).mark
         // Rows that wrote nothing, as if other processes committed: 4,096, then one more.

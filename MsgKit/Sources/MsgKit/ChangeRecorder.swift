@@ -176,7 +176,7 @@ public struct CommonChange: Sendable, Equatable {
 
 /// What one commit writes beside its rows (``ChangeRecorder/take()``).
 public struct CommitEffects: Sendable {
-    /// Where in FIFO order the commit changed the queue (``ChangeFloors``).
+    /// Where in FIFO order the commit changed the queue (``JournalStore/changeFloor(since:)``).
     public enum Floor: Sendable, Equatable {
         /// It wrote no record and no state.
         case none
@@ -188,7 +188,7 @@ public struct CommitEffects: Sendable {
 
     /// The deltas of the figures kept with every change.
     public var tally = Tally()
-    /// Records by status and minute of creation (``StoreCounting/created(after:)``).
+    /// Records by status and minute of creation (``JournalStore/created(after:)``).
     public var created: [CreatedMinute: Int] = [:]
     public var floor = Floor.none
     /// The commit's leaves, one after another as ``LedgerLeaf/write(to:)`` keeps

@@ -5,7 +5,7 @@
 /// (``CommitEffects/leaves``, ``LedgerLeaf``'s bytes). The store reads and decides
 /// nothing of them: MsgKit folds them into the counts (``CommitFold``), answers
 /// floors since a mark (``CommitFold/floor(since:newest:_:)``) and the ledger's runs
-/// are the rows' leaves.
+/// are the rows' leaves. A store declares it as one capability (``JournalStore``, ABI 10).
 ///
 /// The bytes, format 1, all numbers little-endian:
 /// - the format (1);
@@ -109,7 +109,7 @@ public struct CommitFold: Sendable, Equatable {
     }
 
     /// Per status, the records created after each of `times` (in their order), then
-    /// all of them (``StoreCounting/created(after:)``): the minutes after the one a
+    /// all of them (``JournalStore/created(after:)``): the minutes after the one a
     /// time falls in, from the fold, and that minute's records after it, from
     /// `partial` (the store's records created after a time and before the end of its
     /// minute, by status). Nil for a time older than the fold keeps.
@@ -133,7 +133,7 @@ public struct CommitFold: Sendable, Equatable {
         return out
     }
 
-    /// How far back the rows after `mark` wrote (``ChangeFloors/changeFloor(since:)``),
+    /// How far back the rows after `mark` wrote (``JournalStore/changeFloor(since:)``),
     /// given the floors of those rows up to `newest`, the store's last.
     public static func floor<S: Sequence>(since mark: Int64?, newest: Int64, _ floors: S) -> ChangeFloor
         where S.Element == CommitEffects.Floor? {

@@ -30,12 +30,12 @@ public final class PluginRegistrar {
     /// 6.0: one claim (``Store/claimSession(_:)`` with the loop in ``ClaimLoop``),
     /// destination states read per key, records re-encoded by splicing
     /// (``RecordLayout``), the toolbox moved out to MsgSupport.
-    /// 7.0: stores that count (``Store/counts(now:excluding:)``, ``Tally``);
+    /// 7.0: stores that count (`Store.counts(now:excluding:)`, ``Tally``);
     /// 7.1 claims that lock destinations, not the store (``DestinationLocks``), and
     /// records counted by creation time (``CreationCounts``); 7.2 listeners that
     /// read their files again on SIGHUP (``ListenerReloading``); 7.3 where commits
-    /// changed the queue (``ChangeFloors``, ``ScanHints``); 7.4 the ledger
-    /// (``LedgerStore``); 7.5 transports' receipts (``DeliveryReceipts``).
+    /// changed the queue (`ChangeFloors`, `ScanHints`); 7.4 the ledger
+    /// (`LedgerStore`); 7.5 transports' receipts (``DeliveryReceipts``).
     /// 8.0: a core ``Store`` of ten requirements, what is optional declared in one
     /// ``StoreCapabilities`` value (no casts: ``ClaimSession/locks``,
     /// ``Transport/receipts`` and ``Listener/connectionCounts`` and
@@ -50,16 +50,21 @@ public final class PluginRegistrar {
     /// 9.3 ledger leaf format 2 (a UUID kept as its 16 bytes, ``LedgerLeaf``), which a
     /// host of 9.2 would name a newer format, and ``UUIDText`` over bytes; 9.4 the
     /// error code ``MsgError/Code/noPermission`` (exit 77), a permission and not damage;
-    /// 9.5 web server plugins (``WebServer``, ``WebServers``), what `msg web` and `--metrics` serve on.
+    /// 9.5 web server plugins (``WebServer``, ``WebServers``), what `msg web` and `--metrics` serve on;
+    /// 9.6 the commit journal's bytes and fold (``CommitFold``).
+    /// 10.0: one capability for the journal (``JournalStore``, `journal`) in place of
+    /// `StoreCounting`, `ChangeFloors` and `LedgerStore`: a store gives its journal's
+    /// fold, floors since a mark, kept values and ledger runs, and MsgKit makes the
+    /// counts, floors, scan hints and ledger of them.
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
-    public static let abiMajor: UInt32 = 9
+    public static let abiMajor: UInt32 = 10
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 6
+    public static let abiMinor: UInt32 = 0
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 9 << 16 | 6 }
+    @inlinable public static var compiledABIVersion: UInt32 { 10 << 16 | 0 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.

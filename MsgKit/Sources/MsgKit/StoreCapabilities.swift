@@ -8,15 +8,11 @@
 /// A store returns a new value each time (a computed property): kept in the store,
 /// it would hold the store in a cycle.
 public struct StoreCapabilities {
-    /// Figures kept with every change, read without decoding records (``StoreCounting``).
-    public var counting: (any StoreCounting)?
+    /// The commit journal, and from it the counts, where commits changed the
+    /// queue, the claim scan's hints and the ledger (``JournalStore``).
+    public var journal: (any JournalStore)?
     /// A cheap token that changes when another process commits (``ChangeWatching``).
     public var watching: (any ChangeWatching)?
-    /// Where in FIFO order commits changed the queue, and the claim scan's hint
-    /// kept for the next process (``ChangeFloors``).
-    public var floors: (any ChangeFloors)?
-    /// The append-only log of every change (``LedgerStore``).
-    public var ledger: (any LedgerStore)?
     /// Listings as the stored JSON text, without decoding (``TextListing``).
     public var textListing: (any TextListing)?
     /// The next due time from an index (``DueIndex``).
@@ -25,13 +21,10 @@ public struct StoreCapabilities {
     public var damagedFiles: (any DamagedFiles)?
 
     /// A store's capabilities; each left out is one it does not have.
-    public init(counting: (any StoreCounting)? = nil, watching: (any ChangeWatching)? = nil, floors: (any ChangeFloors)? = nil,
-                ledger: (any LedgerStore)? = nil, textListing: (any TextListing)? = nil, dueIndex: (any DueIndex)? = nil,
-                damagedFiles: (any DamagedFiles)? = nil) {
-        self.counting = counting
+    public init(journal: (any JournalStore)? = nil, watching: (any ChangeWatching)? = nil, textListing: (any TextListing)? = nil,
+                dueIndex: (any DueIndex)? = nil, damagedFiles: (any DamagedFiles)? = nil) {
+        self.journal = journal
         self.watching = watching
-        self.floors = floors
-        self.ledger = ledger
         self.textListing = textListing
         self.dueIndex = dueIndex
         self.damagedFiles = damagedFiles
@@ -40,10 +33,8 @@ public struct StoreCapabilities {
     /// The names of the capabilities present, for `msg plugins` and tests.
     public var names: [String] {
         var n: [String] = []
-        if counting != nil { n.append("counting") }
+        if journal != nil { n.append("journal") }
         if watching != nil { n.append("watching") }
-        if floors != nil { n.append("floors") }
-        if ledger != nil { n.append("ledger") }
         if textListing != nil { n.append("text-listing") }
         if dueIndex != nil { n.append("due-index") }
         if damagedFiles != nil { n.append("damaged-files") }
@@ -97,13 +88,6 @@ extension Store {
     public func changeToken() throws(MsgError) -> UInt64? {
         guard let w = capabilities.watching else { return nil }
         return try w.changeToken()
-    }
-
-    /// ``StoreCounting/counts(now:excluding:)``, or nil when the store does not count.
-    /// - Throws: `storeIO`, `corrupt`.
-    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {
-        guard let c = capabilities.counting else { return nil }
-        return try c.counts(now: now, excluding: excluded)
     }
 
     /// ``DueIndex/nextDue(_:after:)``, or read from every such record.

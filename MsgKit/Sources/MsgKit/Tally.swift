@@ -215,7 +215,7 @@ public struct Tally: Sendable, Equatable {
     }
 }
 
-/// What a store that counts (``StoreCounting/counts(now:excluding:)``) tells at one moment.
+/// What a store that counts (``JournalStore/counts(now:excluding:)``) tells at one moment.
 public struct StoreCounts: Sendable, Equatable {
     /// The figures kept with every change.
     public var tally: Tally

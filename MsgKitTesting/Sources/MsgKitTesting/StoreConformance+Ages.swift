@@ -1,7 +1,7 @@
 import MsgKit
 
 extension StoreConformance {
-    /// A store that counts by creation time (``StoreCounting``) gives, after adds,
+    /// A store that counts by creation time (``JournalStore/created(after:)``) gives, after adds,
     /// status changes and removals, what its records say: per status, those created
     /// strictly after each time asked (times on a record's own millisecond and on a
     /// minute's edges included), then all of them. Times are near the clock's now, as `queue stats`
@@ -9,7 +9,7 @@ extension StoreConformance {
     static func ageScenarios(_ runner: inout ScenarioRunner, fresh: () throws -> (String, any Store)) {
         runner.scenario("a store that counts by creation time agrees with its records") { c in
             let (_, store) = try fresh()
-            guard let counting = store.capabilities.counting else { return }
+            guard let counting = store.capabilities.journal else { return }
             let now = Timestamp.now()
             let minute = now.milliseconds - now.milliseconds % 60_000
             // Ages in ms: a minute's edges, the buckets' edges and either side, days.

@@ -1,7 +1,7 @@
 import MsgKit
 
 extension StoreConformance {
-    /// A store that counts (``Store/counts(now:excluding:)`` not nil) keeps its
+    /// A store that counts (``JournalStore/counts(now:excluding:)`` not nil) keeps its
     /// counts with every change: they equal what its records say, counted one by one
     /// (``Tally/added(_:)`` and ``Tally/attempts(in:)`` of each), after adds, claims,
     /// outcomes, some left in flight, a recipient edited, changes that do not apply and removals; and the
@@ -10,7 +10,7 @@ extension StoreConformance {
     static func countScenarios(_ runner: inout ScenarioRunner, fresh: () throws -> (String, any Store)) {
         runner.scenario("a store that counts keeps its counts with every change, and purge leaves the counters") { c in
             let (_, store) = try fresh()
-            guard try store.counts(now: Fixtures.t0, excluding: []) != nil else { return }
+            guard try store.capabilities.journal?.counts(now: Fixtures.t0, excluding: []) != nil else { return }
             var random = SplitMix(seed: 36)
             let later = Fixtures.t0.adding(.seconds(30))
             let now = Fixtures.t0.adding(.seconds(60))
@@ -96,7 +96,7 @@ extension StoreConformance {
     private static func check(_ c: inout Checker, _ store: any Store, _ records: [Message], now: Timestamp, _ when: String,
                               counters: Tally? = nil) throws -> Tally? {
         let excluded: Set<String> = ["r0@x"]
-        guard let counts = try store.counts(now: now, excluding: excluded) else {
+        guard let counts = try store.capabilities.journal?.counts(now: now, excluding: excluded) else {
             c.expect(false, "\(when): the store stopped counting")
             return nil
         }

@@ -1,7 +1,7 @@
 import MsgKit
 
 extension StoreConformance {
-    /// A store that says where commits changed the queue (``ChangeFloors``) names,
+    /// A store that says where commits changed the queue (``JournalStore/changeFloor(since:)``) names,
     /// for the commits of any handle since a mark, the lowest position they wrote:
     /// what was added, changed or removed, by this handle or another; all for a
     /// destination state; nothing when nothing was written (or, from a store whose
@@ -11,7 +11,7 @@ extension StoreConformance {
                                open: (String) throws -> any Store) {
         runner.scenario("a store that says where the queue changed names the lowest position written since a mark") { c in
             let (url, store) = try fresh()
-            guard let floors = store.capabilities.floors else { return }
+            guard let floors = store.capabilities.journal else { return }
             let other = try open(url)
             let ms = (0..<6).map { Fixtures.message($0, to: "r\($0 % 2)", createdOffset: Int64($0) * 10) }
             // Positions written so far: a conservative store may name them again.

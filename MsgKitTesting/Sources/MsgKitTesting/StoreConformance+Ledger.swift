@@ -9,7 +9,7 @@ extension StoreConformance {
     static func ledgerScenarios(_ runner: inout ScenarioRunner, fresh: () throws -> (String, any Store)) {
         runner.scenario("the ledger holds each change's leaves, as each message lists them") { c in
             let (_, store) = try fresh()
-            guard let ledger = store.capabilities.ledger else { return }
+            guard let ledger = store.capabilities.journal else { return }
             /// Every leaf, in order, and each message's list (removed ones by id too).
             func read() throws -> (leaves: [LedgerLeaf], lists: [String: [Int]], removed: [String: [Int]], records: [String: EncodedMessage]) {
                 try ledger.ledgerRead { () throws(MsgError) in

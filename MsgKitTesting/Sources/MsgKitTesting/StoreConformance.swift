@@ -58,7 +58,7 @@ public enum StoreConformance {
                 _ = try open(url).add([Fixtures.message(2)])
                 c.expect(try watching.changeToken() != before, "the change token moved with another handle's commit")
             }
-            if let counting = store.capabilities.counting, let counts = try counting.counts(now: Fixtures.t0, excluding: []) {
+            if let counting = store.capabilities.journal, let counts = try counting.counts(now: Fixtures.t0, excluding: []) {
                 c.expectEqual(counts.tally.records(statuses: [.queued], to: nil), try store.count(Query(statuses: [.queued])), "the counts are the records'")
             }
         }

@@ -47,7 +47,7 @@ extension Dashboard {
 
     /// The number of leaves in the store's ledger, or nil when it keeps none.
     static func ledgerSize(_ s: any Store) throws(MsgError) -> Int? {
-        try s.capabilities.ledger.map { (l) throws(MsgError) in try l.ledgerRead { () throws(MsgError) in try l.ledgerSize() } }
+        try s.capabilities.journal.map { (l) throws(MsgError) in try l.ledgerRead { () throws(MsgError) in try l.ledgerSize() } }
     }
 
     private func startVerification(_ open: @escaping @Sendable () throws(MsgError) -> any Store) {
@@ -62,7 +62,7 @@ extension Dashboard {
             var (line, whole) = ("", false)
             do throws(MsgError) {
                 let store = try open()
-                guard let ledger = store.capabilities.ledger else { throw MsgError(.config, "this store keeps no ledger") }
+                guard let ledger = store.capabilities.journal else { throw MsgError(.config, "this store keeps no ledger") }
                 let report = try LedgerAudit(store: ledger).verify(checkpoints: checkpoints)
                 whole = report.isWhole
                 line = whole ? report.line : LedgerFinding.lines(report.findings, limit: 5).joined(separator: "; ")

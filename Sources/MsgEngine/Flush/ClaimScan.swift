@@ -10,7 +10,7 @@ import MsgKit
 /// which it does when one of those holds may have ended: the run's own outcome for
 /// it, the end of a pause, cool-down, token wait or suspension, or a message
 /// becoming due. When only another process changed the queue, and the store says
-/// where (``ChangeFloors``), it goes back only that far (``rewind(before:)``).
+/// where (``JournalStore/changeFloor(since:)``), it goes back only that far (``rewind(before:)``).
 ///
 /// A value of the run's state machine (``FlushRun``), which alone changes it: a
 /// claim's planner works on a copy, which the run takes back only when the claim
@@ -36,7 +36,7 @@ package struct ClaimScan: Sendable {
     private(set) var foreignKeys: Set<String> = []
     /// The store's change token when this scan last claimed.
     package var token: UInt64?
-    /// The store's mark of commits (``ChangeFloors``) as of this scan's last look:
+    /// The store's mark of commits (``JournalStore/changeFloor(since:)``) as of this scan's last look:
     /// another process's commits since then are asked about from there.
     var floorMark: Int64?
     /// The earliest time a message not due yet becomes due (from the store).
@@ -80,7 +80,7 @@ package struct ClaimScan: Sendable {
     package var isFresh: Bool { position == nil && !exhausted && holds.held.isEmpty && floorMark == nil }
 
     /// Goes back to just before `floor`, the lowest message other processes' commits
-    /// wrote since the scan last looked (``ChangeFloors``), when no destination state
+    /// wrote since the scan last looked (``JournalStore/changeFloor(since:)``), when no destination state
     /// changed: the holds by state (suspended, breaker, pause, throttle) stand as
     /// they were, for those states did not change; a destination held because its
     /// message was in flight in another process is looked at again, as that message
@@ -149,7 +149,7 @@ package struct ClaimScan: Sendable {
         /// From the first message: a time came (a hold's end, a message due).
         case fromFirst
         /// Another process committed (and nothing else happened): from where its
-        /// commits changed the queue, when the store can say (``ChangeFloors``).
+        /// commits changed the queue, when the store can say (``JournalStore/changeFloor(since:)``).
         case changedElsewhere
     }
 

@@ -174,7 +174,7 @@ package final class Claimer {
             if options.rules.key == .recipient && options.countsHeld {
                 if options.targets == nil && !tallyRead {
                     tallyRead = true
-                    tally = try store.counts(now: clock(), excluding: [])?.tally
+                    tally = try store.capabilities.journal?.counts(now: clock(), excluding: [])?.tally
                 }
                 if let counted = tally?.records(statuses: options.statuses, to: key) {
                     n = counted

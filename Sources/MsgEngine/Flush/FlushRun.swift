@@ -165,7 +165,7 @@ extension FlushRun {
 
     /// A claim is about to read the queue; `token` is the store's change token now,
     /// `floors` whether the store says where commits changed the queue
-    /// (``ChangeFloors``). The scan starts again where it must
+    /// (``JournalStore/changeFloor(since:)``). The scan starts again where it must
     /// (``ClaimScan/restart(token:at:)``): from the first message when a time came;
     /// when only other processes committed, from where their commits changed the
     /// queue (the store is asked); and from the first message a destination whose

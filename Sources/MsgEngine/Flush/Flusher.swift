@@ -166,7 +166,7 @@ public final class Flusher {
     /// runs added together (``Watcher``) to count messages, not attempts.
     public func run(progress: Progress? = nil, countingMessages: Bool = false) throws(MsgError) -> Summary {
         let started = clock()
-        if scan.isFresh, let kind = ScanHint.kind(options), let hints = store.capabilities.floors,
+        if scan.isFresh, let kind = ScanHint.kind(options), let hints = store.capabilities.journal,
            let text = try hints.scanHint(kind) {
             _ = try ScanHint.adopt(text, into: &scan, now: started, floors: hints)
         }
@@ -187,11 +187,11 @@ public final class Flusher {
             patterns.isEmpty ? 0 : RoutingTransport.route(of: item.record.message.to, patterns: patterns).map { $0 + 1 } ?? 0
         }, delivery: Dispatcher.Delivery(
             policy: policy, faults: faults, clock: clock, unit: unit, deadline: options.deadline, batchSize: options.batchSize,
-            stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.ledger != nil))
+            stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.journal != nil))
         defer { dispatcher.close() }
         var summary = Summary()
         if countingMessages { summary.left = MessagesLeft() }
-        let shell = Shell(claimer: claimer, floors: store.capabilities.floors, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
+        let shell = Shell(claimer: claimer, floors: store.capabilities.journal, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
         while try step(&machine, shell, into: &summary) {}
         try end(&machine, shell, started: started, into: &summary)
         scan = machine.scan
@@ -218,7 +218,7 @@ public final class Flusher {
     /// worker met.
     private struct Shell {
         let claimer: Claimer
-        let floors: (any ChangeFloors)?
+        let floors: (any JournalStore)?
         let desk: OutcomeDesk
         let dispatcher: Dispatcher
         let misconfigured: FirstError

@@ -31,8 +31,7 @@ public final class OutageRidingStore: Store {
     }
 
     public var capabilities: StoreCapabilities {
-        StoreCapabilities(counting: declared.counting == nil ? nil : self, watching: declared.watching == nil ? nil : self,
-                          floors: declared.floors == nil ? nil : self, ledger: declared.ledger,
+        StoreCapabilities(journal: declared.journal == nil ? nil : self, watching: declared.watching == nil ? nil : self,
                           textListing: declared.textListing, dueIndex: declared.dueIndex == nil ? nil : self,
                           damagedFiles: declared.damagedFiles)
     }
@@ -72,35 +71,56 @@ public final class OutageRidingStore: Store {
     public func takeNotices() -> [String] { inner.takeNotices() }
 }
 
-extension OutageRidingStore: StoreCounting, ChangeWatching, ChangeFloors, DueIndex {
-    public func counts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> StoreCounts? {
-        try outage.retrying("counting") { () throws(MsgError) in try declared.counting?.counts(now: now, excluding: excluded) }
-    }
-
-    public func created(after times: [Timestamp]) throws(MsgError) -> [String: [Int]]? {
-        try outage.retrying("counting") { () throws(MsgError) in try declared.counting?.created(after: times) }
-    }
-
+extension OutageRidingStore: ChangeWatching, DueIndex {
     public func changeToken() throws(MsgError) -> UInt64 {
         try outage.retrying("waiting") { () throws(MsgError) in try declared.watching?.changeToken() ?? 0 }
     }
 
-    public func changeFloor(since mark: Int64?) throws(MsgError) -> ChangeFloor {
-        try outage.retrying("reading where the queue changed") { () throws(MsgError) -> ChangeFloor in
-            guard let floors = declared.floors else { return ChangeFloor(mark: 0, floor: .all) }
-            return try floors.changeFloor(since: mark)
-        }
-    }
-
-    public func scanHint(_ kind: String) throws(MsgError) -> String? {
-        try outage.retrying("reading where the last run stopped") { () throws(MsgError) in try declared.floors?.scanHint(kind) }
-    }
-
-    public func saveScanHint(_ kind: String, _ hint: String) throws(MsgError) {
-        try outage.retrying("leaving where this run stopped") { () throws(MsgError) in try declared.floors?.saveScanHint(kind, hint) }
-    }
-
     public func nextDue(_ statuses: Set<Status>, after now: Timestamp) throws(MsgError) -> Timestamp? {
         try outage.retrying("waiting") { () throws(MsgError) in try declared.dueIndex?.nextDue(statuses, after: now) }
+    }
+}
+
+/// The journal's reads through the outage, but the ledger's (a snapshot that cannot
+/// be resumed), which go straight to the store. Only made when the store keeps one.
+extension OutageRidingStore: JournalStore {
+    /// The store's (this one declares a journal only when the store does).
+    private func journal() throws(MsgError) -> any JournalStore {
+        guard let j = declared.journal else { throw MsgError(.config, "this store keeps no commit journal") }
+        return j
+    }
+
+    public func journalFold<R>(_ body: (CommitFold?) throws(MsgError) -> R) throws(MsgError) -> R {
+        try outage.retrying("counting") { () throws(MsgError) -> R in try journal().journalFold(body) }
+    }
+
+    public func journalFloors(since mark: Int64?, limit: Int) throws(MsgError) -> (mark: Int64, floors: [CommitEffects.Floor?]?) {
+        try outage.retrying("reading where the queue changed") { () throws(MsgError) in try journal().journalFloors(since: mark, limit: limit) }
+    }
+
+    public func kept(_ name: String) throws(MsgError) -> [UInt8]? {
+        try outage.retrying("reading where the last run stopped") { () throws(MsgError) in try journal().kept(name) }
+    }
+
+    public func keep(_ name: String, _ value: [UInt8]) throws(MsgError) {
+        try outage.retrying("leaving where this run stopped") { () throws(MsgError) in try journal().keep(name, value) }
+    }
+
+    public func openCounts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> OpenCounts {
+        try outage.retrying("counting") { () throws(MsgError) in try journal().openCounts(now: now, excluding: excluded) }
+    }
+
+    public func createdCounts(after start: Timestamp, before end: Timestamp) throws(MsgError) -> [String: Int] {
+        try outage.retrying("counting") { () throws(MsgError) in try journal().createdCounts(after: start, before: end) }
+    }
+
+    public func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R { try journal().ledgerRead(body) }
+    public func ledgerSize() throws(MsgError) -> Int { try journal().ledgerSize() }
+    public func ledgerRuns(from: Int, _ body: (Int, UnsafeRawBufferPointer) throws(MsgError) -> Bool) throws(MsgError) {
+        try journal().ledgerRuns(from: from, body)
+    }
+    public func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])? { try journal().ledgerRun(holding: index) }
+    public func ledgerMessages(_ body: (EncodedMessage?, String, [Int]?) throws(MsgError) -> Bool) throws(MsgError) {
+        try journal().ledgerMessages(body)
     }
 }

@@ -1,11 +1,11 @@
 import MsgKit
 
 /// Where a one-shot run's scan stopped and what it held, left in the store for the
-/// next process (``ChangeFloors/saveScanHint(_:_:)``): `msg flush` from cron during an outage then starts
+/// next process (``JournalStore/saveScanHint(_:_:)``): `msg flush` from cron during an outage then starts
 /// where the last one stopped instead of walking past every message that waits for
 /// suspended or broken destinations (150 ms a run with a million of them).
 ///
-/// A hint names the store's mark (``ChangeFloors``) as of the scan's last look; the
+/// A hint names the store's mark (``JournalStore/changeFloor(since:)``) as of the scan's last look; the
 /// commits after it, the run's own included, are the next run's floor. The next run
 /// takes it only before the earliest time one of its holds ends or a message
 /// becomes due, and when the floors since its mark are not `all` (no destination
@@ -75,7 +75,7 @@ enum ScanHint {
     /// Takes `text` into the fresh `scan` when it still holds at `now`, going back
     /// to the floor of what changed since; false (the scan untouched) when it does
     /// not, or does not read.
-    static func adopt(_ text: String, into scan: inout ClaimScan, now: Timestamp, floors: any ChangeFloors) throws(MsgError) -> Bool {
+    static func adopt(_ text: String, into scan: inout ClaimScan, now: Timestamp, floors: any JournalStore) throws(MsgError) -> Bool {
         guard let value = try? JSONParser.parse(text), let mark = value["mark"]?.intValue,
               case .array(let heldItems)? = value["held"], case .bool(let exhausted)? = value["exhausted"] else { return false }
         var position: ClaimPosition?

@@ -4,7 +4,7 @@ import MsgSupport
 /// `msg ledger` (msg-ledger(1), docs/DESIGN.md 10): the root of a store's ledger,
 /// and its check against the records and against signed checkpoints.
 ///
-/// The check reads in one snapshot of the store (``LedgerStore/ledgerRead(_:)``):
+/// The check reads in one snapshot of the store (``JournalStore/ledgerRead(_:)``):
 /// 1. each message and each removed one, with its leaves looked up by number: the
 ///    leaves must be its own, their replay (a `state`, then entries appended in
 ///    order) must give its history's length, and the digests of its content and
@@ -14,9 +14,9 @@ import MsgSupport
 ///    checkpoint's size the checkpoint's root.
 /// Memory: two bits a leaf and the runs of leaves last looked up, not the log.
 public final class LedgerAudit {
-    private let store: any LedgerStore
+    private let store: any JournalStore
 
-    public init(store: any LedgerStore) {
+    public init(store: any JournalStore) {
         self.store = store
     }
 
@@ -242,7 +242,7 @@ struct Bits {
 /// others' of its time, so most lookups find their run here. Bounded by leaves, not
 /// runs: a run holds one commit's leaves, up to tens of thousands.
 struct RunCache {
-    let store: any LedgerStore
+    let store: any JournalStore
     private var runs: [Int: [LedgerLeaf]] = [:]
     private var order: [Int] = []
     private var last: (first: Int, leaves: [LedgerLeaf])?
@@ -250,7 +250,7 @@ struct RunCache {
     private var held = 0
     private static let most = 65_536
 
-    init(store: any LedgerStore) { self.store = store }
+    init(store: any JournalStore) { self.store = store }
 
     mutating func leaf(_ index: Int) throws(MsgError) -> LedgerLeaf? {
         if let last, index >= last.first, index < last.first + last.leaves.count { return last.leaves[index - last.first] }

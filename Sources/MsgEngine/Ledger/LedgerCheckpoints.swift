@@ -31,7 +31,7 @@ public enum LedgerCheckpoints {
     }
 
     /// The ledger of `store` as it is now, signed with `seed`.
-    public static func sign(_ store: any LedgerStore, seed: [UInt8]) throws(MsgError) -> LedgerCheckpoint {
+    public static func sign(_ store: any JournalStore, seed: [UInt8]) throws(MsgError) -> LedgerCheckpoint {
         let (size, root) = try LedgerAudit(store: store).root()
         return try LedgerCheckpoint.sign(size: size, root: root, time: .now(), seed: seed)
     }

@@ -21,8 +21,8 @@ public enum LedgerExportProof {
     }
 
     /// The leaves the messages `ids` stand on, from their lists, and the size of the
-    /// log, all read in the caller's snapshot (``LedgerStore/ledgerRead(_:)``).
-    static func stands(_ store: any LedgerStore, ids: Set<String>) throws(MsgError) -> (size: Int, stands: [String: [Stand]]) {
+    /// log, all read in the caller's snapshot (``JournalStore/ledgerRead(_:)``).
+    static func stands(_ store: any JournalStore, ids: Set<String>) throws(MsgError) -> (size: Int, stands: [String: [Stand]]) {
         let size = try store.ledgerSize()
         var runs = RunCache(store: store)
         var out: [String: [Stand]] = [:]
@@ -45,7 +45,7 @@ public enum LedgerExportProof {
 
     /// Writes `FILE.proof` for the messages `ids` (as exported, in order), signed by
     /// `seed`, in the caller's snapshot.
-    static func write(_ store: any LedgerStore, ids: [String], seed: [UInt8], to path: String) throws(MsgError) {
+    static func write(_ store: any JournalStore, ids: [String], seed: [UInt8], to path: String) throws(MsgError) {
         let (size, stands) = try Self.stands(store, ids: Set(ids))
         let targets = Array(Set(stands.values.flatMap { $0.map(\.at) })).sorted()
         // The leaves' hashes, run by run, as the tree is walked.

@@ -27,7 +27,7 @@ public struct Destinations {
     public func list() throws(MsgError) -> [Entry] {
         var entries: [String: Entry] = [:]
         for (k, text) in try store.destinationStates(nil) { entries[k] = Entry(key: k, state: DestinationState(text: text)) }
-        if key == .recipient, let counts = try store.counts(now: .now(), excluding: []) {
+        if key == .recipient, let counts = try store.capabilities.journal?.counts(now: .now(), excluding: []) {
             for (k, n) in counts.tally.figures where k.kind == .messages {
                 guard let status = Status(rawValue: k.b), Tally.isByRecipient(status) else { continue }
                 var e = entries[k.a] ?? Entry(key: k.a, state: DestinationState())
@@ -159,7 +159,7 @@ public struct Destinations {
         if key == .recipient {
             // From the counts the store keeps when it keeps them: a count of one
             // recipient's messages in flight reads every open record.
-            if let counts = try store.counts(now: now, excluding: []) {
+            if let counts = try store.capabilities.journal?.counts(now: now, excluding: []) {
                 busy = (counts.inFlight[k] ?? 0) > 0
             } else {
                 busy = try store.count(Query(statuses: [.sending], to: k, limit: 1)) > 0

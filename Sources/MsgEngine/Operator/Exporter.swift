@@ -42,7 +42,7 @@ public struct Exporter {
             var none: [String]?
             return try export(progress, ids: &none)
         }
-        guard let ledger = store.capabilities.ledger else {
+        guard let ledger = store.capabilities.journal else {
             throw MsgError(.config, "--proof: this store keeps no ledger (the sqlite:, json: and postgres: stores do)")
         }
         // The records and the ledger they are proven in, read in one snapshot.

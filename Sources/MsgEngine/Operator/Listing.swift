@@ -60,7 +60,7 @@ public struct Listing {
     /// recipient and nothing else; nil otherwise, or when the store keeps none.
     static func counted(_ q: Query, in store: any Store) throws(MsgError) -> Int? {
         guard q.since == nil, q.until == nil, q.dueBy == nil, q.leaseEndedBy == nil, q.updatedBy == nil, q.ids == nil,
-              q.statuses != nil || q.to != nil, let counts = try store.counts(now: .now(), excluding: []),
+              q.statuses != nil || q.to != nil, let counts = try store.capabilities.journal?.counts(now: .now(), excluding: []),
               let n = counts.tally.records(statuses: q.statuses, to: q.to) else { return nil }
         return q.limit.map { min($0, n) } ?? n
     }

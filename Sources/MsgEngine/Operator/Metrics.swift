@@ -52,7 +52,7 @@ public struct Metrics {
     }
 
     /// The exposition text at `now`: from the counts the store keeps
-    /// (``Store/counts(now:excluding:)``) when it keeps them and destinations are by
+    /// (``JournalStore/counts(now:excluding:)``) when it keeps them and destinations are by
     /// recipient; else read from every record. - Throws: store errors.
     public func render(now: Timestamp = .now()) throws(MsgError) -> String {
         let stored = try store.destinationStates(nil)
@@ -65,7 +65,7 @@ public struct Metrics {
         let stored: [String: String]
         if let given { stored = given } else { stored = try store.destinationStates(nil) }
         let suspended = Set(stored.compactMap { (k, text) in DestinationState(text: text).suspension.map { $0.holds(at: now) } == true ? k : nil })
-        if key == .recipient, let counts = try store.counts(now: now, excluding: suspended) {
+        if key == .recipient, let counts = try store.capabilities.journal?.counts(now: now, excluding: suspended) {
             return Self.figures(counts, suspended: suspended)
         }
         return try read(now: now, suspended: suspended)

@@ -167,7 +167,7 @@ public struct QueueOperations {
 
     /// Counts per status and age (time since created) buckets, as Postfix's qshape:
     /// from the store's counts when it keeps them by creation time
-    /// (``StoreCounting``), else from every record.
+    /// (``JournalStore/created(after:)``), else from every record.
     public func stats() throws(MsgError) -> [(status: Status, buckets: [Int])] {
         if let counted = try countedStats() { return counted }
         var table: [Status: [Int]] = [:]
@@ -181,11 +181,11 @@ public struct QueueOperations {
         return Status.allCases.compactMap { s in table[s].map { (s, $0) } }
     }
 
-    /// ``stats()`` from the store's counts (``StoreCounting``): per status, the
+    /// ``stats()`` from the store's counts (``JournalStore/created(after:)``): per status, the
     /// records created after each bucket's edge (an age under a bucket's limit is a
     /// creation after `now` minus it) and its total; nil when the store keeps none.
     private func countedStats() throws(MsgError) -> [(status: Status, buckets: [Int])]? {
-        guard let store = store.capabilities.counting else { return nil }
+        guard let store = store.capabilities.journal else { return nil }
         let edges = Self.ageBuckets.map { Timestamp(milliseconds: now.milliseconds - $0.limit.milliseconds) }
         guard let after = try store.created(after: edges) else { return nil }
         var rows: [(status: Status, buckets: [Int])] = []

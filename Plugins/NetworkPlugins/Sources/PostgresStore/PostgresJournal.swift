@@ -22,7 +22,7 @@ import PostgresNIO
 ///   visible in it). A transaction left open elsewhere holds back only its own
 ///   rows. A writer folds after the commit that appends a 512th row, or after this
 ///   handle appended 2 MiB of row bytes since its last fold;
-/// - the floors since a mark (``ChangeFloors``), whose mark is the `xmin` of the
+/// - the floors since a mark (``JournalStore/changeFloor(since:)``), whose mark is the `xmin` of the
 ///   reader's snapshot: the rows at or above it. Rows seen twice name a floor
 ///   further back than needed, never a change missed;
 /// - the ledger: the rows' leaves (``PostgresLedger``).
@@ -46,10 +46,6 @@ enum PostgresJournal {
 
     /// The tables of versions 3, 5 and 6 that version 11 replaces, read and dropped by ``begin(_:from:)``.
     static let replaced = ["tallies", "tally_log", "created_minutes", "created_log", "claim_floors", "claim_floors_pruned", "claim_hints"]
-
-    /// How many rows at or above a mark ``PostgresStore/changeFloor(since:)`` reads;
-    /// a mark further behind is told anything may have changed.
-    static let floorRows = 4096
 
     /// SQL: the id of the statement's transaction.
     static let xid = "pg_current_xact_id()::text::bigint"

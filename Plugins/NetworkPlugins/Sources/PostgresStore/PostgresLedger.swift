@@ -3,7 +3,7 @@ import MsgSupport
 import PostgresNIO
 
 /// The store's ledger (schema 8, its runs the journal's rows since 11; msg-ledger(1),
-/// ``LedgerStore``, docs/DESIGN.md 10), kept so that it never serialises writers: a
+/// ``JournalStore``, docs/DESIGN.md 10), kept so that it never serialises writers: a
 /// leaf gets its place in the log after its commit.
 ///
 /// - Each statement that changes messages appends its leaves as its row of the

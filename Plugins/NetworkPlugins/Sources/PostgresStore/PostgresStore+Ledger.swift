@@ -3,8 +3,8 @@ import MsgSupport
 import NIOCore
 import PostgresNIO
 
-/// The ledger as `msg ledger` reads it (``LedgerStore``, ``PostgresLedger``).
-extension PostgresStore: LedgerStore {
+/// The ledger as `msg ledger` reads it (``JournalStore``, ``PostgresLedger``).
+extension PostgresStore {
     /// Numbers the runs committed so far and reads in one snapshot that sees all of
     /// them numbered, holding the sequencer's lock throughout: a checkpoint's leaves
     /// keep their numbers for ever. Writers never wait for it. It writes the numbers

@@ -43,7 +43,7 @@ public final class PostgresStore: Store, DueIndex {
     // MARK: Store
 
     public var capabilities: StoreCapabilities {
-        StoreCapabilities(counting: self, floors: self, ledger: self, dueIndex: self)
+        StoreCapabilities(journal: self, dueIndex: self)
     }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {

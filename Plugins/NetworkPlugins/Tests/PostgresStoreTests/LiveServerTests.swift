@@ -151,7 +151,7 @@ final class Workers: @unchecked Sendable {
         #expect(try #require(inbox.first).decode((String, String).self) == (id, "b"), "schema 9's inbox")
         // Schema 6's counts by creation minute, filled from the records.
         let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
-        let byAge = try #require(try migrated.capabilities.counting?.created(after: [edge]))
+        let byAge = try #require(try migrated.capabilities.journal?.created(after: [edge]))
         var want: [String: [Int]] = [:]
         for m in records { want[m.status.rawValue, default: [0, 0]][1] += 1 }
         for m in records where m.createdAt > edge { want[m.status.rawValue, default: [0, 0]][0] += 1 }
@@ -303,17 +303,17 @@ final class Workers: @unchecked Sendable {
         #expect(counts.tally[.init(.messages, "fold@x", "queued")] == 1)
         // The counts by creation minute were folded with it, and still agree.
         let edge = Timestamp(milliseconds: Timestamp.now().milliseconds - 7 * 86_400_000)
-        let byAge = try #require(try store.capabilities.counting?.created(after: [edge]))
+        let byAge = try #require(try store.capabilities.journal?.created(after: [edge]))
         #expect(byAge.filter { $0.value != [0, 0] } == ["queued": [m.createdAt > edge ? 1 : 0, 1]], "\(byAge)")
         #expect(fold.created.count <= 1, "folded into one minute at most, the empty ones dropped: \(fold.created)")
     }
 
     /// A reader is told what changed at or above its mark, and that anything may
-    /// have when more than 4,096 rows are (``PostgresJournal/floorRows``).
+    /// have when more than 4,096 rows are (``JournalStore/floorRows``).
     @Test func aMarkFarBehindGetsAll() throws {
         let url = try TestServer.freshURL()
         let opened = try TestServer.open(url)
-        let store = try #require(opened.capabilities.floors)
+        let store = try #require(opened.capabilities.journal)
         let schema = String(url.split(separator: "=").last!)
         let db = try BlockingConnection(try PostgresAddress(try PluginURL(url)), password: SystemCalls.environment("PGPASSWORD"))
         let before = try store.changeFloor(since: nil).mark

@@ -5,9 +5,10 @@ import MsgKit
 import MsgSupport
 
 /// `snapshot:PATH`: the whole queue in one file, rewritten on every change. A store
-/// written against plugin ABI 9's ten requirements, and nothing else: it declares
-/// no capability, so msg counts by reading its records, polls to watch and walks
-/// the queue from its start (msg-plugins(7)).
+/// written against plugin ABI 10's ten requirements and one capability, the commit
+/// journal (``JournalStore``, in SnapshotJournal.swift): from it msg makes the
+/// counts, floors, hints and ledger. It declares no other, so msg polls to watch
+/// and decodes to list (msg-plugins(7)).
 ///
 /// How it keeps the contract (Store's rules, by number):
 /// 1. Each call that writes builds the new file beside the old (`PATH.new`), syncs
@@ -21,17 +22,29 @@ import MsgSupport
 /// 7. A line that is no longer a record is given as its damaged stand-in.
 ///
 /// File format: one JSON object a line, each a record as msg writes it, after a
-/// first line `{"states":{...}}` with the destination states.
+/// first line `{"states":{...},"whole":true,"ledger":{...},"removed":[...],"kept":{...}}`
+/// with the destination states and what the journal keeps beside its commits, which
+/// follow the records (SnapshotJournal.swift).
 public final class SnapshotStore: Store {
     private let path: String
     private let lockFD: Int32
     /// What was read last, and the file's identity then (inode, size, change time).
     private var state = Snapshot()
     private var seen: (ino_t, off_t, Int, Int)?
+    /// How many ``reading(_:)`` calls are running: the lock is taken by the outer one.
+    private var depth = 0
 
     struct Snapshot {
         var records: [String: EncodedMessage] = [:]
         var states: [String: String] = [:]
+        /// Counted whole: written by this store since its journal began.
+        var whole = true
+        var journal: [Commit] = []
+        var ledger: [String: Ledger] = [:]
+        var removed: [(id: String, list: [Int])] = []
+        var kept: [String: [UInt8]] = [:]
+        /// What the changes of the commit being written mean (SnapshotJournal.swift).
+        var recorder = ChangeRecorder()
 
         /// Every record in FIFO order.
         var fifo: [EncodedMessage] { records.values.sorted { Query.fifo($0.message, $1.message) } }
@@ -57,16 +70,21 @@ public final class SnapshotStore: Store {
 
     // MARK: Store
 
-    /// None: msg does without each.
-    public var capabilities: StoreCapabilities { StoreCapabilities() }
+    /// The journal; msg does without the others.
+    public var capabilities: StoreCapabilities { StoreCapabilities(journal: self) }
 
     public func add(_ records: [EncodedMessage]) throws(MsgError) -> [AddResult] {
         try writing { (s) throws(MsgError) -> [AddResult] in
-            records.map { r in
-                if let there = s.records[r.message.id] { return AddResult(message: there.message, inserted: false) }
-                s.records[r.message.id] = r
-                return AddResult(message: r.message, inserted: true)
+            var out: [AddResult] = []
+            for r in records {
+                if let there = s.records[r.message.id] {
+                    out.append(AddResult(message: there.message, inserted: false))
+                } else {
+                    try s.insert(r)
+                    out.append(AddResult(message: r.message, inserted: true))
+                }
             }
+            return out
         }
     }
 
@@ -89,16 +107,21 @@ public final class SnapshotStore: Store {
     }
 
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
-        try writing { (s) throws(MsgError) -> [Bool] in s.apply(changes) }
+        try writing { (s) throws(MsgError) -> [Bool] in try s.apply(changes) }
     }
 
     public func remove(_ removals: [Removal]) throws(MsgError) -> [Bool] {
         try writing { (s) throws(MsgError) -> [Bool] in
-            removals.map { r in
-                guard let there = s.records[r.id], r.statuses?.contains(there.message.status) ?? true else { return false }
-                s.records[r.id] = nil
-                return true
+            var out: [Bool] = []
+            for r in removals {
+                guard let there = s.records[r.id], r.statuses?.contains(there.message.status) ?? true else {
+                    out.append(false)
+                    continue
+                }
+                try s.delete(r.id)
+                out.append(true)
             }
+            return out
         }
     }
 
@@ -117,23 +140,29 @@ public final class SnapshotStore: Store {
 
     // MARK: The file
 
-    /// `body` over the state as committed, under a shared lock.
-    private func reading<R>(_ body: (Snapshot) throws(MsgError) -> R) throws(MsgError) -> R {
+    /// `body` over the state as committed, under a shared lock; one read within
+    /// another sees the outer one's state.
+    func reading<R>(_ body: (Snapshot) throws(MsgError) -> R) throws(MsgError) -> R {
+        if depth > 0 { return try body(state) }
         try locked(LOCK_SH)
         defer { flock(lockFD, LOCK_UN) }
         try load()
+        depth += 1
+        defer { depth -= 1 }
         return try body(state)
     }
 
     /// `body` over the state under an exclusive lock; what it leaves is written as
     /// one commit when it returns, nothing when it throws.
-    private func writing<R>(_ body: (inout Snapshot) throws(MsgError) -> R) throws(MsgError) -> R {
+    func writing<R>(_ body: (inout Snapshot) throws(MsgError) -> R) throws(MsgError) -> R {
         guard !readOnly else { throw MsgError(.storeIO, "store \(path) was opened to read; nothing was written") }
         try locked(LOCK_EX)
         defer { flock(lockFD, LOCK_UN) }
         try load()
         var next = state
+        next.recorder.reset()
         let result = try body(&next)
+        next.commit()
         try save(next)
         state = next
         return result
@@ -161,11 +190,16 @@ public final class SnapshotStore: Store {
             number += 1
             let text = Array(line)
             if number == 1 {
-                guard case .object(let members)? = try? JSONParser.parse(text), let states = members.first(where: { $0.key == "states" })?.value,
-                      case .object(let pairs) = states else {
+                guard let header = try? JSONParser.parse(text), next.read(header: header) else {
                     throw MsgError(.corrupt, "\(path): line 1 is not the store's states; the file was left as it is")
                 }
-                for p in pairs { next.states[p.key] = p.value.stringValue }
+                continue
+            }
+            if text.starts(with: Array(#"{"$commit""#.utf8)) {
+                guard let value = try? JSONParser.parse(text), let commit = Snapshot.Commit(value) else {
+                    throw MsgError(.corrupt, "\(path): line \(number) is not a commit of the journal; the file was left as it is")
+                }
+                next.journal.append(commit)
                 continue
             }
             let r: EncodedMessage
@@ -187,11 +221,17 @@ public final class SnapshotStore: Store {
     /// Writes `s` beside the store, syncs it and renames it over the store.
     private func save(_ s: Snapshot) throws(MsgError) {
         var w = JSONWriter()
-        w.value(.object([.init("states", .object(s.states.sorted { $0.key < $1.key }.map { .init($0.key, .string($0.value)) }))]))
+        w.value(s.header)
         var out = w.bytes
         out.append(0x0A)
         for r in s.fifo {
             out += r.json
+            out.append(0x0A)
+        }
+        for c in s.journal {
+            var line = JSONWriter()
+            line.value(c.line)
+            out += line.bytes
             out.append(0x0A)
         }
         try SystemCalls.replaceAtomically(path, with: out, code: .storeIO)
@@ -200,12 +240,17 @@ public final class SnapshotStore: Store {
 
 extension SnapshotStore.Snapshot {
     /// Each change applied when the stored status is still its `expected`.
-    mutating func apply(_ changes: [Change]) -> [Bool] {
-        changes.map { c in
-            guard let there = records[c.record.message.id], there.message.status == c.expected else { return false }
-            records[c.record.message.id] = c.record
-            return true
+    mutating func apply(_ changes: [Change]) throws(MsgError) -> [Bool] {
+        var applied: [Bool] = []
+        for c in changes {
+            guard let there = records[c.record.message.id], there.message.status == c.expected else {
+                applied.append(false)
+                continue
+            }
+            try replace(c.record)
+            applied.append(true)
         }
+        return applied
     }
 }
 
@@ -238,8 +283,11 @@ final class SnapshotSession: ClaimSession {
     }
 
     func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
-        let applied = state.apply(changes)
-        for (key, value) in states { state.states[key] = value }
+        let applied = try state.apply(changes)
+        for (key, value) in states {
+            state.states[key] = value
+            state.wroteState()
+        }
         fifo = state.fifo
         return applied
     }
