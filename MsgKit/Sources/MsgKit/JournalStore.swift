@@ -52,7 +52,7 @@ public protocol JournalStore: AnyObject {
     /// as a commit wrote them); it returns false to stop.
     func ledgerRuns(from: Int, _ body: (Int, UnsafeRawBufferPointer) throws(MsgError) -> Bool) throws(MsgError)
     /// The run that holds leaf `index`; nil past the end. Has a default (the first
-    /// run ``ledgerRuns(from:_:)`` gives).
+    /// run ``ledgerRuns(from:_:)`` gives, for an index below ``ledgerSize()``).
     func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])?
     /// Every stored message with the numbers of its leaves (nil: stored before the
     /// ledger), then every removed one as its id and leaves (no record); `body`
@@ -172,9 +172,11 @@ extension JournalStore {
     }
 
     public func ledgerRun(holding index: Int) throws(MsgError) -> (first: Int, bytes: [UInt8])? {
+        // Within the log, the first run given is the one that holds it.
+        guard index >= 0, index < (try ledgerSize()) else { return nil }
         var found: (first: Int, bytes: [UInt8])?
         try ledgerRuns(from: index) { (first, bytes) throws(MsgError) -> Bool in
-            if first <= index, index < first + LedgerLeaf.count(in: bytes) { found = (first, Array(bytes)) }
+            if first <= index { found = (first, Array(bytes)) }
             return false
         }
         return found

@@ -120,18 +120,6 @@ public struct LedgerLeaf: Sendable, Equatable {
         return (LedgerLeaf(kind: kind, version: version, n: Int(n), id: id, hash: hash), at + 32)
     }
 
-    /// How many leaves `bytes` holds; a rest that does not read counts as one more
-    /// (a reader that asks for it finds it damaged, not missing).
-    public static func count(in bytes: UnsafeRawBufferPointer) -> Int {
-        var n = 0, at = 0
-        while at < bytes.count {
-            n += 1
-            guard let (_, end) = read(bytes, at: at) else { break }
-            at = end
-        }
-        return n
-    }
-
     /// The first byte as a leaf of format `version` is kept: the kind, and the
     /// format above format 1 (the hash takes the kind alone).
     public var kindByte: UInt8 { kind.rawValue | (version &- 1) << 4 }
