@@ -170,6 +170,62 @@ import Testing
         #expect(try other.count(Query(statuses: [.sending])) == 0)
     }
 
+    /// A store whose journal's read of the records fails `unreachable` once, inside
+    /// the fold's snapshot: a server that restarts while the counts are read.
+    final class FlakyJournal: ForwardingStore, JournalStore {
+        let journal: any JournalStore
+        var failures = 1
+        var folds = 0
+        init(_ inner: any Store, journal: any JournalStore) {
+            self.journal = journal
+            super.init(inner)
+        }
+        override var capabilities: StoreCapabilities {
+            var c = inner.capabilities
+            c.journal = self
+            return c
+        }
+        func journalFold<R>(_ body: (CommitFold?) throws(MsgError) -> R) throws(MsgError) -> R {
+            folds += 1
+            return try journal.journalFold(body)
+        }
+        func openCounts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> OpenCounts {
+            if failures > 0 {
+                failures -= 1
+                throw MsgError(.unreachable, "the server closed the connection")
+            }
+            return try journal.openCounts(now: now, excluding: excluded)
+        }
+        func createdCounts(after start: Timestamp, before end: Timestamp) throws(MsgError) -> [String: Int] {
+            try journal.createdCounts(after: start, before: end)
+        }
+        func journalFloors(since mark: Int64?, limit: Int) throws(MsgError) -> (mark: Int64, floors: [CommitEffects.Floor?]?) {
+            try journal.journalFloors(since: mark, limit: limit)
+        }
+        func kept(_ name: String) throws(MsgError) -> [UInt8]? { try journal.kept(name) }
+        func keep(_ name: String, _ value: [UInt8]) throws(MsgError) { try journal.keep(name, value) }
+        func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R { try journal.ledgerRead(body) }
+        func ledgerSize() throws(MsgError) -> Int { try journal.ledgerSize() }
+        func ledgerRuns(from: Int, _ body: (Int, UnsafeRawBufferPointer) throws(MsgError) -> Bool) throws(MsgError) {
+            try journal.ledgerRuns(from: from, body)
+        }
+        func ledgerMessages(_ body: (EncodedMessage?, String, [Int]?) throws(MsgError) -> Bool) throws(MsgError) {
+            try journal.ledgerMessages(body)
+        }
+    }
+
+    @Test func countsCutShortAreReadAgainWholeFromTheFold() throws {
+        let sqlite = try PluginLoader().openStore("sqlite:\(temporaryDirectory())/q.sqlite")
+        let m = Fixtures.message(1)
+        _ = try sqlite.add([m])
+        let flaky = FlakyJournal(sqlite, journal: try #require(sqlite.capabilities.journal))
+        let store = OutageRidingStore(flaky, outage: Self.outage())
+        let counts = try #require(try store.capabilities.journal?.counts(now: Fixtures.t0, excluding: []))
+        #expect(counts.oldestDue == m.createdAt)
+        #expect(counts.tally.records(statuses: [.queued], to: m.to) == 1)
+        #expect(flaky.folds == 2, "the fold and the records' read made again together, not the read alone inside the failed snapshot")
+    }
+
     @Test func itDeclaresWhatTheStoreDeclares() throws {
         let loader = PluginLoader()
         let sqlite = OutageRidingStore(try loader.openStore("sqlite:\(temporaryDirectory())/q.sqlite"), outage: Self.outage())

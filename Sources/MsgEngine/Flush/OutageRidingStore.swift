@@ -82,7 +82,8 @@ extension OutageRidingStore: ChangeWatching, DueIndex {
 }
 
 /// The journal's reads through the outage, but the ledger's (a snapshot that cannot
-/// be resumed), which go straight to the store. Only made when the store keeps one.
+/// be resumed) and the records' read within the fold, which go straight to the
+/// store. Only made when the store keeps one.
 extension OutageRidingStore: JournalStore {
     /// The store's (this one declares a journal only when the store does).
     private func journal() throws(MsgError) -> any JournalStore {
@@ -106,12 +107,15 @@ extension OutageRidingStore: JournalStore {
         try outage.retrying("leaving where this run stopped") { () throws(MsgError) in try journal().keep(name, value) }
     }
 
+    /// Straight to the store, as ``createdCounts(after:before:)``: MsgKit reads them
+    /// within ``journalFold(_:)``'s body, which goes through the outage whole (made
+    /// again here, a read would be made again inside the store's broken snapshot).
     public func openCounts(now: Timestamp, excluding excluded: Set<String>) throws(MsgError) -> OpenCounts {
-        try outage.retrying("counting") { () throws(MsgError) in try journal().openCounts(now: now, excluding: excluded) }
+        try journal().openCounts(now: now, excluding: excluded)
     }
 
     public func createdCounts(after start: Timestamp, before end: Timestamp) throws(MsgError) -> [String: Int] {
-        try outage.retrying("counting") { () throws(MsgError) in try journal().createdCounts(after: start, before: end) }
+        try journal().createdCounts(after: start, before: end)
     }
 
     public func ledgerRead<R>(_ body: () throws(MsgError) -> R) throws(MsgError) -> R { try journal().ledgerRead(body) }
