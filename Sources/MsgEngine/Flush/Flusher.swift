@@ -191,7 +191,7 @@ public final class Flusher {
         defer { dispatcher.close() }
         var summary = Summary()
         if countingMessages { summary.left = MessagesLeft() }
-        let shell = Shell(claimer: claimer, floors: store.capabilities.journal, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
+        let shell = Shell(claimer: claimer, journal: store.capabilities.journal, desk: desk, dispatcher: dispatcher, misconfigured: misconfigured)
         while try step(&machine, shell, into: &summary) {}
         try end(&machine, shell, started: started, into: &summary)
         scan = machine.scan
@@ -213,12 +213,12 @@ public final class Flusher {
         return lanes
     }
 
-    /// What carries out a run's actions: the claim, the store's floors (read once a
+    /// What carries out a run's actions: the claim, the store's journal (floors and hints; read once a
     /// run), the outcomes' desk, the delivery workers, the first misconfiguration a
     /// worker met.
     private struct Shell {
         let claimer: Claimer
-        let floors: (any JournalStore)?
+        let journal: (any JournalStore)?
         let desk: OutcomeDesk
         let dispatcher: Dispatcher
         let misconfigured: FirstError
@@ -256,9 +256,9 @@ public final class Flusher {
     /// says (asking the store about other processes' commits), the claim, and after
     /// an outage the messages it left `sending` and never handed out put back.
     private func claim(_ limit: Int, _ machine: inout FlushRun, _ shell: Shell, into summary: inout Summary) throws(MsgError) -> Claimer.Round {
-        var start = machine.claimStarts(token: try store.changeToken(), now: clock(), floors: shell.floors != nil)
-        while case .askFloor(let since) = start, let floors = shell.floors {
-            start = machine.floorAnswered(try floors.changeFloor(since: since), since: since)
+        var start = machine.claimStarts(token: try store.changeToken(), now: clock(), floors: shell.journal != nil)
+        while case .askFloor(let since) = start, let journal = shell.journal {
+            start = machine.floorAnswered(try journal.changeFloor(since: since), since: since)
         }
         let round = machine.claimFindsNothing(limit) ? Claimer.Round()
             : try shell.claimer.claim(limit: limit, notes: machine.notes, scan: machine.scan)
@@ -288,7 +288,7 @@ public final class Flusher {
         if let error = shell.desk.outputError { throw error }
         summary.misconfigured = shell.misconfigured.error
         summary.stopped = stop.reason
-        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = shell.floors,
+        if options.leavesScanHint, let kind = ScanHint.kind(options), let hints = shell.journal,
            let mark = machine.hintMark(endedEarly: summary.misconfigured != nil || summary.stopped != nil) {
             // Only a shortcut: a hint that cannot be saved costs the next run a walk,
             // and is no reason to fail a run whose every outcome is stored.
