@@ -16,9 +16,12 @@ extension SQLiteStore {
     /// ledger's entries and content); else the row is read and the recorder told
     /// what it was. `prep`: the ledger's fingerprint and common leaf, made beforehand.
     func replace(_ r: EncodedMessage, expected: Status, prep: LedgerPrep) throws(MsgError) -> Bool {
-        // The message read once: each read of `r.message` copies it out of its box
-        // (a retain and a release of each of its fields), several a record.
-        let m = r.message
+        // The message read where it is kept: `r.message` copies it out (a retain and
+        // a release of each of its fields).
+        try r.reading { (m) throws(MsgError) in try replace(r, m, expected: expected, prep: prep) }
+    }
+
+    private func replace(_ r: EncodedMessage, _ m: borrowing Message, expected: Status, prep: LedgerPrep) throws(MsgError) -> Bool {
         let new = m.status
         // Kept while the record is in flight: its outcome is stored by the same rowid.
         let byRow = rowids.isEmpty ? nil : (new == .sending ? rowids[RowKey(m.id)] : rowids.removeValue(forKey: RowKey(m.id)))

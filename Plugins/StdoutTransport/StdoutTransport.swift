@@ -43,29 +43,31 @@ public final class StdoutTransport: Transport {
     deinit { if traceFD >= 0 { close(traceFD) } }
 
     /// Appends one line to the trace, in one `write`, with the time in milliseconds.
-    private func trace(_ line: String) {
+    /// The line is made only when there is a trace.
+    private func trace(_ line: @autoclosure () -> String) {
         guard traceFD >= 0 else { return }
-        var bytes = Array("\(Timestamp.now().milliseconds) \(line)".utf8)
+        var bytes = Array("\(Timestamp.now().milliseconds) \(line())".utf8)
         bytes.append(0x0A)
         _ = bytes.withUnsafeBytes { write(traceFD, $0.baseAddress, $0.count) }
     }
 
     public func deliver(_ records: [EncodedMessage], deadline: MsgDuration) -> [DeliveryOutcome] {
         var outcomes = records.map { record -> DeliveryOutcome in
-            let message = record.message
-            if delivered.contains(message.id) { return .delivered(confirmed: false) }
-            trace("start \(message.to) \(message.id)")
-            if let failure = faults.outcome(for: message, deadline: deadline) {
-                trace("end \(message.to) \(message.id) failed")
+            // Its fields read where the record is kept, not from a copy of it.
+            let id = record.id
+            if delivered.contains(id) { return .delivered(confirmed: false) }
+            trace("start \(record.to) \(id)")
+            if let failure = record.reading({ faults.outcome(for: $0, deadline: deadline) }) {
+                trace("end \(record.to) \(id) failed")
                 return failure
             }
-            trace("end \(message.to) \(message.id) sent")
-            delivered.insert(message.id)
+            trace("end \(record.to) \(id) sent")
+            delivered.insert(id)
             do throws(MsgError) {
                 try writer.writeDelivered(record)
                 return .delivered(confirmed: false)
             } catch {
-                delivered.remove(message.id)
+                delivered.remove(id)
                 return .failed(MsgError(.unreachable, "cannot write to standard output: \(error.message)"), retryAfter: nil)
             }
         }
@@ -74,7 +76,7 @@ public final class StdoutTransport: Transport {
             try writer.finish()
         } catch {
             for (i, outcome) in outcomes.enumerated() where outcome == .delivered(confirmed: false) {
-                delivered.remove(records[i].message.id)
+                delivered.remove(records[i].id)
                 outcomes[i] = .failed(MsgError(.unreachable, "cannot write to standard output: \(error.message)"), retryAfter: nil)
             }
         }

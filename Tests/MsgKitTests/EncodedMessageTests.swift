@@ -27,6 +27,27 @@ import Testing
         #expect(delivered.status == .delivered && delivered.lease == nil && delivered.headers == m.headers && delivered.body == m.body)
     }
 
+    @Test func theFieldsReadInPlaceAreTheRecordsOwn() throws {
+        var m = Fixtures.message(4)
+        m.status = .sending
+        m.to = "carol@example.com"
+        let stored = EncodedMessage(m)
+        let updated = try { () throws in
+            var x = m
+            try x.transition(to: .failed, event: "attempt", at: Timestamp(milliseconds: m.createdAt.milliseconds + 5))
+            return EncodedMessage(updating: stored, to: x)
+        }()
+        let damaged = EncodedMessage.damaged(id: "d1", to: nil, createdAt: Fixtures.t0, text: Array("{".utf8),
+                                             error: MsgError(.corrupt, "cut"), now: Fixtures.t0)
+        for r in [stored, updated, damaged, try EncodedMessage(stored: updated.json, historyOffset: updated.historyOffset)] {
+            let whole = r.message
+            #expect(r.id == whole.id && r.to == whole.to && r.status == whole.status && r.createdAt == whole.createdAt)
+            #expect(r.reading { $0.history.count } == whole.history.count)
+            #expect(r.reading { $0.isDamaged } == (r.id == "d1"))
+        }
+        #expect(updated.status == .failed && stored.status == .sending && damaged.status == .dead)
+    }
+
     @Test func storedTextIsKeptByteForByteWhenMsgWroteIt() throws {
         let r = EncodedMessage(Fixtures.message(3))
         let read = try EncodedMessage(stored: r.json, historyOffset: r.historyOffset)

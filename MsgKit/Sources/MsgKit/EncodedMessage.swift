@@ -12,8 +12,21 @@
 /// ``Message/write(to:includeHistory:)``), so the text without history is
 /// `json[..<historyOffset] + "}"`.
 public struct EncodedMessage: Sendable, Equatable {
-    /// The record.
+    /// The record: a copy of it, so a retain and a release of each of its fields.
+    /// A hot path reads the fields below, or the record where it is kept (``reading(_:)``).
     public var message: Message { box.message }
+    /// The record's id, read where the record is kept.
+    public var id: String { box.message.id }
+    /// The record's recipient, read where the record is kept.
+    public var to: String { box.message.to }
+    /// The record's status, read where the record is kept.
+    public var status: Status { box.message.status }
+    /// When the record was made, read where it is kept.
+    public var createdAt: Timestamp { box.message.createdAt }
+    /// `body` of the record where it is kept, not of a copy (``message``).
+    public func reading<R, E: Error>(_ body: (borrowing Message) throws(E) -> R) throws(E) -> R {
+        try body(box.message)
+    }
     /// The record behind one reference: a record passes through claims, schedulers
     /// and outcomes by the thousand, and copying one reference instead of a
     /// message's dozen costs a dozen fewer retains each time.

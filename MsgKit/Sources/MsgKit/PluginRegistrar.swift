@@ -55,16 +55,18 @@ public final class PluginRegistrar {
     /// 10.0: one capability for the journal (``JournalStore``, `journal`) in place of
     /// `StoreCounting`, `ChangeFloors` and `LedgerStore`: a store gives its journal's
     /// fold, floors since a mark, kept values and ledger runs, and MsgKit makes the
-    /// counts, floors, scan hints and ledger of them.
+    /// counts, floors, scan hints and ledger of them; 10.1 a record's id, recipient
+    /// and status read where it is kept, and ``EncodedMessage/reading(_:)``, without
+    /// the copy ``EncodedMessage/message`` makes.
     public static let abiVersion: UInt32 = abiMajor << 16 | abiMinor
     /// The major version: layouts.
     public static let abiMajor: UInt32 = 10
     /// The minor version: additions.
-    public static let abiMinor: UInt32 = 0
+    public static let abiMinor: UInt32 = 1
 
     /// The ABI version compiled into the caller (inlined, so a plugin carries the
     /// version of the MsgKit it was built against).
-    @inlinable public static var compiledABIVersion: UInt32 { 10 << 16 | 0 }
+    @inlinable public static var compiledABIVersion: UInt32 { 10 << 16 | 1 }
 
     /// `6.0` for a version number as ``abiVersion`` holds it; a number below 65536
     /// is a plugin of the time before minors (ABI 5 and older): its major alone.

@@ -113,13 +113,14 @@ package final class Claimer {
         round.damaged = found.damaged
         for line in store.takeNotices() { round.notices.append(line) }
         for r in result.taken {
-            if remember { attempted.insert(r.message.id) }
-            if r.message.status == .dead {
+            let id = r.id
+            if remember { attempted.insert(id) }
+            if r.status == .dead {
                 round.expired.append(r)
                 continue
             }
-            round.taken.append(Claimed(record: r, original: found.originals[r.message.id] ?? r, key: options.rules.key.of(r.message),
-                                       probe: found.probes.contains(r.message.id)))
+            round.taken.append(Claimed(record: r, original: found.originals[id] ?? r, key: options.rules.key.of(r),
+                                       probe: found.probes.contains(id)))
         }
         if !result.taken.isEmpty { faults.pass(.afterSending, count: result.taken.count) }
         return round

@@ -27,6 +27,15 @@ public enum DestinationKey: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The key of `r`, read where the record is kept.
+    public func of(_ r: EncodedMessage) -> String {
+        switch self {
+        case .recipient: r.to
+        case .header(let name): r.reading { $0.headers[name] } ?? Self.missingHeader
+        case .id: r.id
+        }
+    }
+
     /// The key of `m`.
     public func of(_ m: Message) -> String {
         switch self {

@@ -172,8 +172,8 @@ package final class DestinationPlanner: ClaimPlanner {
             // that held them before committed).
             var keys: [String] = []
             var seen = Set<String>()
-            for row in rows where !row.record.message.isDamaged {
-                let key = rules.key.of(row.record.message)
+            for row in rows where !row.record.reading({ $0.isDamaged }) {
+                let key = rules.key.of(row.record)
                 if g.reserved.contains(key) || g.lockedElsewhere.contains(key) || g.unreserved.contains(key)
                     || scan.holds.held[key] != nil || scan.foreignKeys.contains(key) { continue }
                 if seen.insert(key).inserted { keys.append(key) }
@@ -183,7 +183,7 @@ package final class DestinationPlanner: ClaimPlanner {
         if reading.hasStates || rules.hasRate {
             var keys = Set<String>()
             for row in rows {
-                let key = rules.key.of(row.record.message)
+                let key = rules.key.of(row.record)
                 if grants?.reserved.contains(key) ?? true { keys.insert(key) }
             }
             try load(keys)
@@ -192,19 +192,21 @@ package final class DestinationPlanner: ClaimPlanner {
     }
 
     private func consider(_ row: ClaimRow) throws(MsgError) -> ClaimAnswer {
+        // The record's fields read where it is kept: a copy of the message is made
+        // only of one taken (a retain and a release of each of its fields).
         let r = row.record
-        let m = r.message
-        if m.isDamaged {
+        let id = r.id
+        if r.reading({ $0.isDamaged }) {
             // Never sent; the claim stores it as dead.
-            found.damaged.append(m.id)
+            found.damaged.append(id)
             return .skip
         }
-        if !setup.attempted.isEmpty && setup.attempted.contains(m.id) { return .skip }
-        if let expires = m.expiresAt, expires <= now {
-            return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(m, now: now)))
+        if !setup.attempted.isEmpty && setup.attempted.contains(id) { return .skip }
+        if let expires = r.reading({ $0.expiresAt }), expires <= now {
+            return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(r.message, now: now)))
         }
-        let key = rules.key.of(m)
-        let at = ClaimPosition(createdAt: m.createdAt, id: m.id)
+        let key = rules.key.of(r)
+        let at = ClaimPosition(createdAt: r.createdAt, id: id)
         if !scan.holds.held.isEmpty, let held = scan.holds.held[key] {
             scan.hold(key, held.why, from: at)
             return .skip
@@ -254,22 +256,22 @@ package final class DestinationPlanner: ClaimPlanner {
         case .send(let probe):
             if probe || book.rules.rate != nil || s.pausedUntil != nil || s.suspension != nil {
                 reading.hasStates = true
-                book.take(&s, probe: probe, id: m.id, now: now)
+                book.take(&s, probe: probe, id: id, now: now)
                 reading.states[key] = s
                 reading.changed.insert(key)
             }
             if probe {
-                found.probes.insert(m.id)
+                found.probes.insert(id)
                 // One probe at a time: the rest of this destination waits for it.
                 scan.hold(key, .probing, from: at, counting: false, own: true)
             }
             if setup.room != nil { reading.takenPerKey[key] = taken + 1 }
-            var x = m
+            var x = r.message
             try x.transition(to: .sending, event: "attempt", at: now)
             if let reason = rules.reason { x.history[x.history.count - 1].extra.append(.init("reason", .string(reason))) }
             x.lease = lease
             setup.faults.pass(.beforeSending)
-            found.originals[m.id] = r
+            found.originals[id] = r
             return .take(EncodedMessage(updating: r, to: x))
         }
     }
@@ -286,7 +288,7 @@ package final class DestinationPlanner: ClaimPlanner {
             } else {
                 // Read once a claim: a claim of destinations reads the records in flight
                 // at each grant.
-                let key = (try session?.record(r.id)).flatMap { $0 }.map { rules.key.of($0.message) } ?? r.to
+                let key = (try session?.record(r.id)).flatMap { $0 }.map { rules.key.of($0) } ?? r.to
                 reading.keysInFlight[r.id] = key
                 busy[r.id] = key
             }

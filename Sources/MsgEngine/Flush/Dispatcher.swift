@@ -144,7 +144,7 @@ package final class Dispatcher {
     package static func deliver(_ slice: [Claimer.Claimed], _ transport: SerializedTransport, _ d: Delivery,
                                 _ sizer: inout SliceSizer) -> Outcomes {
         let now = d.clock()
-        let live = slice.filter { item in item.record.message.expiresAt.map { $0 > now } ?? true }
+        let live = slice.filter { item in item.record.reading { $0.expiresAt.map { $0 > now } ?? true } }
         let records = live.map(\.record)
         var got: [DeliveryOutcome] = []
         var receipts: [String: JSONValue] = [:]
@@ -171,9 +171,8 @@ package final class Dispatcher {
         var out = Outcomes(items: [], changes: [], outcomes: [], failedKeys: [])
         var next = 0
         for item in slice {
-            let m = item.record.message
-            if let expires = m.expiresAt, expires <= now {
-                if let dead = try? DestinationBook.expire(m, now: now) {
+            if let expires = item.record.reading({ $0.expiresAt }), expires <= now {
+                if let dead = try? DestinationBook.expire(item.record.message, now: now) {
                     out.items.append(item)
                     out.changes.append(Change(EncodedMessage(updating: item.record, to: dead), expected: .sending))
                     out.outcomes.append(nil)
@@ -187,10 +186,10 @@ package final class Dispatcher {
                 out.outcomes.append(nil)
                 continue
             }
-            var x = m
+            var x = item.record.message
             do throws(MsgError) {
                 try d.policy.apply(got[next], to: &x, now: done, unit: d.unit())
-                if let receipt = receipts[m.id], !x.history.isEmpty {
+                if !receipts.isEmpty, let receipt = receipts[x.id], !x.history.isEmpty {
                     x.history[x.history.count - 1].extra.append(.init("receipt", receipt))
                 }
             } catch {
@@ -241,8 +240,8 @@ package final class SerializedTransport: @unchecked Sendable {
             guard let receipts else { return (outcomes, [:]) }
             var kept: [String: JSONValue] = [:]
             for (record, outcome) in zip(records, outcomes) {
-                guard case .delivered = outcome, let receipt = receipts.takeReceipt(for: record.message.id) else { continue }
-                kept[record.message.id] = receipt
+                guard case .delivered = outcome, let receipt = receipts.takeReceipt(for: record.id) else { continue }
+                kept[record.id] = receipt
             }
             return (outcomes, kept)
         }

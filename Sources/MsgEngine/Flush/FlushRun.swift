@@ -215,7 +215,7 @@ extension FlushRun {
         if let claimedScan = round.scan { scan = claimedScan }
         notes.lessons.removeFirst(min(round.lessonsStored, notes.lessons.count))
         for (key, s) in round.known { notes.known[key] = s }
-        for c in round.taken { notes.took(c.record.message.id, key: c.key) }
+        for c in round.taken { notes.took(c.record.id, key: c.key) }
         claimed(taken: round.taken.count, expired: round.expired.count)
     }
 
@@ -298,7 +298,7 @@ extension FlushRun {
         var effects: [Effect] = []
         for (i, (change, ok)) in zip(o.changes, applied).enumerated() {
             let item = o.items[i]
-            let status = change.record.message.status
+            let status = change.record.status
             // Put back as it was (not attempted): due again, behind the scan.
             if ok && o.outcomes[i] == nil && status != .dead { scan.putBehind(item.key) }
             release(item)
@@ -341,7 +341,7 @@ extension FlushRun {
     /// destination free in the scan (a hold that ends by itself, a pause or a
     /// cool-down, is woken by its time).
     private mutating func release(_ item: Claimer.Claimed) {
-        notes.settled(item.record.message.id, key: item.key)
+        notes.settled(item.record.id, key: item.key)
         scan.free(item.key)
     }
 
@@ -353,7 +353,7 @@ extension FlushRun {
         if book.rules.key == .id { return }
         if case .delivered = outcome, !c.probe, notes.known.isEmpty || (notes.known[c.key]?.isEmpty ?? true) { return }
         let book = self.book.of(c.key)
-        for lesson in book.lessons(outcome, id: c.record.message.id, probe: c.probe, now: now) {
+        for lesson in book.lessons(outcome, id: c.record.id, probe: c.probe, now: now) {
             notes.lessons.append((c.key, lesson))
             var s = notes.known[c.key] ?? DestinationState()
             _ = book.learn(lesson, into: &s, key: c.key, now: now)

@@ -184,7 +184,7 @@ public final class Flusher {
         let lanes = try self.lanes()
         let patterns = lanes.count == 1 ? [] : options.lanes.map(\.pattern)
         let dispatcher = Dispatcher(lanes: lanes, lane: { item in
-            patterns.isEmpty ? 0 : RoutingTransport.route(of: item.record.message.to, patterns: patterns).map { $0 + 1 } ?? 0
+            patterns.isEmpty ? 0 : RoutingTransport.route(of: item.record.to, patterns: patterns).map { $0 + 1 } ?? 0
         }, delivery: Dispatcher.Delivery(
             policy: policy, faults: faults, clock: clock, unit: unit, deadline: options.deadline, batchSize: options.batchSize,
             stop: stop, misconfigured: misconfigured, progress: progress, delivered: Counter(), ledger: store.capabilities.journal != nil))

@@ -83,11 +83,11 @@ package final class OutcomeDesk {
                 died(r, destination: key, now: now, into: &summary)
             case .sent:
                 summary.sent += 1
-                summary.settle(r.message.id, failing: false)
+                summary.settle(r.id, failing: false)
                 said(r, destination: key, now: now)
             case .deferred:
                 summary.deferred += 1
-                summary.settle(r.message.id, failing: true)
+                summary.settle(r.id, failing: true)
                 summary.lastFailure = r.message.lastError
                 said(r, destination: key, now: now)
             }
@@ -109,7 +109,7 @@ package final class OutcomeDesk {
         guard !records.isEmpty else { return }
         writer.flushEveryLine = false
         let now = clock()
-        for r in records { died(r, destination: key.of(r.message), now: now, into: &summary) }
+        for r in records { died(r, destination: key.of(r), now: now, into: &summary) }
         writeOut { () throws(MsgError) in try writer.finish() }
     }
 
@@ -117,7 +117,7 @@ package final class OutcomeDesk {
     /// counted, emitted, told and printed.
     private func died(_ r: EncodedMessage, destination: String, now: Timestamp, into summary: inout Flusher.Summary) {
         summary.dead += 1
-        summary.settle(r.message.id, failing: false)
+        summary.settle(r.id, failing: false)
         summary.lastFailure = r.message.lastError
         events?.emit(.dead(r.message, destination: destination, at: now))
         said(r, destination: destination, now: now)
@@ -128,7 +128,7 @@ package final class OutcomeDesk {
     /// same encoding.
     private func said(_ r: EncodedMessage, destination: String, now: Timestamp) {
         if outcomeLog != nil, let line = outcomeLog?.outcome(r.message, destination: destination, now: now) { reporter.say(line) }
-        writeOut { () throws(MsgError) in try writer.writeRaw(r.jsonWithoutHistory) }
+        writeOut { () throws(MsgError) in try writer.writeWithoutHistory(r) }
     }
 
     /// Runs a write to standard output unless it has failed before.

@@ -57,7 +57,7 @@ public final class RoutingTransport: Transport, DeliveryReceipts {
         var groups: [Int?: [Int]] = [:]
         var order: [Int?] = []
         for (i, r) in records.enumerated() {
-            let route = Self.route(of: r.message.to, patterns: patterns)
+            let route = Self.route(of: r.to, patterns: patterns)
             if groups[route] == nil { order.append(route) }
             groups[route, default: []].append(i)
         }

@@ -25,7 +25,7 @@ final class UnmatchedSections {
         claimed = true
         guard !left.isEmpty else { return }
         for item in taken {
-            let to = item.record.message.to
+            let to = item.record.to
             left.removeAll { fnmatch($0.pattern, to, 0) == 0 }
             if left.isEmpty { return }
         }
