@@ -21,8 +21,6 @@ public struct EncodedMessage: Sendable, Equatable {
     public var to: String { box.message.to }
     /// The record's status, read where the record is kept.
     public var status: Status { box.message.status }
-    /// When the record was made, read where it is kept.
-    public var createdAt: Timestamp { box.message.createdAt }
     /// `body` of the record where it is kept, not of a copy (``message``).
     public func reading<R, E: Error>(_ body: (borrowing Message) throws(E) -> R) throws(E) -> R {
         try body(box.message)

@@ -27,11 +27,11 @@ public enum DestinationKey: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The key of `r`, read where the record is kept.
+    /// The key of `r`: its recipient or id read where the record is kept.
     public func of(_ r: EncodedMessage) -> String {
         switch self {
         case .recipient: r.to
-        case .header(let name): r.reading { $0.headers[name] } ?? Self.missingHeader
+        case .header: of(r.message)
         case .id: r.id
         }
     }

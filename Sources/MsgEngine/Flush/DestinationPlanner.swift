@@ -195,18 +195,18 @@ package final class DestinationPlanner: ClaimPlanner {
         // The record's fields read where it is kept: a copy of the message is made
         // only of one taken (a retain and a release of each of its fields).
         let r = row.record
-        let id = r.id
-        if r.reading({ $0.isDamaged }) {
+        let (id, damaged, expiresAt, createdAt) = r.reading { ($0.id, $0.isDamaged, $0.expiresAt, $0.createdAt) }
+        if damaged {
             // Never sent; the claim stores it as dead.
             found.damaged.append(id)
             return .skip
         }
         if !setup.attempted.isEmpty && setup.attempted.contains(id) { return .skip }
-        if let expires = r.reading({ $0.expiresAt }), expires <= now {
+        if let expires = expiresAt, expires <= now {
             return .take(EncodedMessage(updating: r, to: try DestinationBook.expire(r.message, now: now)))
         }
         let key = rules.key.of(r)
-        let at = ClaimPosition(createdAt: r.createdAt, id: id)
+        let at = ClaimPosition(createdAt: createdAt, id: id)
         if !scan.holds.held.isEmpty, let held = scan.holds.held[key] {
             scan.hold(key, held.why, from: at)
             return .skip
