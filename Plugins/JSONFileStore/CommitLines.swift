@@ -57,7 +57,7 @@ struct CommitLines {
                     row = try recorder.inserted(r, r.message, prep: insertPreps[nextInsert])
                     nextInsert += 1
                 }
-                changed[r.message.id] = .some(row)
+                changed[r.id] = .some(row)
                 rows.append(JSONLedger.JournalRow(leaves: row.leaves.count, entries: row.entries, print: row.contentPrint))
             case .deleted(let old):
                 rows.append(JSONLedger.JournalRow(leaves: try recorder.removed(facts(old)).count))

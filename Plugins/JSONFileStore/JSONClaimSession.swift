@@ -89,7 +89,7 @@ final class JSONClaimSession: ClaimSession {
 
     func store(_ changes: [Change], states: [String: String?]) throws(MsgError) -> [Bool] {
         let applied = changes.map { change -> Bool in
-            guard tx.get(change.message.id)?.status == change.expected else { return false }
+            guard tx.get(change.record.id)?.status == change.expected else { return false }
             tx.set(change.record)
             return true
         }

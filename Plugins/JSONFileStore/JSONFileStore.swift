@@ -105,7 +105,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         return try write { (tx) throws(MsgError) -> [AddResult] in
             var count = tx.baseCount
             return try records.map { (r) throws(MsgError) -> AddResult in
-                if let existing = tx.get(r.message.id) { return AddResult(message: existing, inserted: false) }
+                if let existing = tx.get(r.id) { return AddResult(message: existing, inserted: false) }
                 guard count < maxRecords else {
                     throw MsgError(.storeIO, "the json: store \(path) keeps at most \(maxRecords) records and holds \(tx.baseCount); nothing of this batch was stored. Move the queue to sqlite: (msg queue ls --history --store json:\(path) | msg queue add --store sqlite:PATH), or remove finished messages (msg queue purge)")
                 }
@@ -140,7 +140,7 @@ public final class JSONFileStore: Store, ChangeWatching, DamagedFiles {
         if changes.isEmpty { return [] }
         return try write { (tx) throws(MsgError) -> [Bool] in
             changes.map { change in
-                guard tx.get(change.message.id)?.status == change.expected else { return false }
+                guard tx.get(change.record.id)?.status == change.expected else { return false }
                 tx.set(change.record)
                 return true
             }

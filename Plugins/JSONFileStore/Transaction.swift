@@ -35,7 +35,7 @@ struct Transaction {
 
     /// Stores an encoded record, over the one with its id if there is one.
     mutating func set(_ r: EncodedMessage) {
-        let id = r.message.id
+        let id = r.id
         ops.append(.record(r, old: get(id)))
         overlay[id] = .some(r.message)
     }

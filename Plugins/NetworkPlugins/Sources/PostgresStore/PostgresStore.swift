@@ -51,21 +51,21 @@ public final class PostgresStore: Store, DueIndex {
         try writable()
         let columns = try RowColumns(records, preps: LedgerPrep.batch(records, stored: true))
         let rows = try db.query(columns.insert(into: table, schema: db.address.schema), "storing \(records.count) messages")
-        let inserted = Set(try applied(records.map(\.message.id), rows, columns.journal.effects.count, "storing messages")
-            .enumerated().compactMap { $0.element ? records[$0.offset].message.id : nil })
+        let inserted = Set(try applied(records.map(\.id), rows, columns.journal.effects.count, "storing messages")
+            .enumerated().compactMap { $0.element ? records[$0.offset].id : nil })
         // The first record with an id is the one stored; later ones, and ids stored
         // before, are answered with what the store holds.
         var seen: [String: Message] = [:]
         var existing: [String: Message] = [:]
-        let missing = records.filter { !inserted.contains($0.message.id) }.map(\.message.id)
+        let missing = records.filter { !inserted.contains($0.id) }.map(\.id)
         if !missing.isEmpty {
             try list(Query(ids: Set(missing))) { (r) throws(MsgError) -> Bool in
-                existing[r.message.id] = r.message
+                existing[r.id] = r.message
                 return true
             }
         }
         return records.map { r in
-            let id = r.message.id
+            let id = r.id
             if inserted.contains(id), seen[id] == nil {
                 seen[id] = r.message
                 return AddResult(message: r.message, inserted: true)
@@ -130,7 +130,7 @@ public final class PostgresStore: Store, DueIndex {
     public func update(_ changes: [Change]) throws(MsgError) -> [Bool] {
         if changes.isEmpty { return [] }
         try writable()
-        let ids = changes.map(\.message.id)
+        let ids = changes.map(\.record.id)
         if Set(ids).count == ids.count {
             return try committing("updating \(changes.count) messages") { () throws(MsgError) in try replace(changes) }
         }
@@ -147,7 +147,7 @@ public final class PostgresStore: Store, DueIndex {
     /// recorder makes from what their rows are (``ChangeRecorder``).
     private func replace(_ changes: [Change]) throws(MsgError) -> [Bool] {
         let s = db.address.schema
-        let ids = changes.map(\.message.id)
+        let ids = changes.map(\.record.id)
         let records = changes.map(\.record)
         let preps = LedgerPrep.batch(records, stored: false)
         let common = try RowColumns(records, expected: changes.map(\.expected), preps: preps)
